@@ -1,0 +1,67 @@
+"""Frame decode → resize → encode, the hot path of the frame policies (runs in a thread pool)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from PIL import Image
+
+MAX_PIXELS = 64_000_000  # decompression-bomb guard (a 10k x 10k PNG is refused)
+
+
+class FrameError(ValueError):
+    """A frame file cannot be used (empty, truncated, not an image, too large)."""
+
+
+def image_size(path: Path) -> tuple[int, int]:
+    """(width, height) from the file header only."""
+    with Image.open(path) as im:
+        return im.size
+
+
+def resized_size(width: int, height: int, longer_side: int | None) -> tuple[int, int]:
+    """Size after scaling so the longer side is ``longer_side`` (as the OpenEQA baselines do)."""
+    if not longer_side:
+        return width, height
+    f = longer_side / max(width, height)
+    return max(1, round(width * f)), max(1, round(height * f))
+
+
+def load_frame(path: Path, longer_side: int | None = 512, fmt: str = "png") -> bytes:
+    """Decode ``path``, resize so its longer side is ``longer_side``, encode as PNG or JPEG."""
+    path = Path(path)
+    try:
+        if path.stat().st_size == 0:
+            raise FrameError(f"{path}: empty file (0 bytes); re-stage this episode.")
+        with Image.open(path) as im:
+            w, h = im.size
+            if w * h > MAX_PIXELS:
+                raise FrameError(f"{path}: {w}x{h} pixels exceeds the {MAX_PIXELS:,} pixel "
+                                 "limit (decompression-bomb guard); resize the frame.")
+            target = resized_size(w, h, longer_side)
+            if im.format == "JPEG" and target != (w, h):
+                im.draft("RGB", target)  # let libjpeg decode at reduced scale
+            im = im.convert("RGB")
+            if im.size != target:
+                factor = min(im.size[0] // target[0], im.size[1] // target[1])
+                if factor >= 2:
+                    im = im.reduce(factor)
+                im = im.resize(target, Image.Resampling.BILINEAR)
+    except FrameError:
+        raise
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as e:
+        raise FrameError(f"{path}: cannot decode image ({type(e).__name__}: {e}); "
+                         "re-stage this episode.") from None
+    buf = io.BytesIO()
+    if fmt == "jpeg":
+        im.save(buf, format="JPEG", quality=90)
+    elif fmt == "png":
+        im.save(buf, format="PNG", compress_level=1)
+    else:
+        raise FrameError(f"policy.image_format={fmt!r}: expected png or jpeg.")
+    return buf.getvalue()
+
+
+def mime_of(fmt: str) -> str:
+    return "image/jpeg" if fmt == "jpeg" else "image/png"

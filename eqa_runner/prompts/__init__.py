@@ -1,0 +1,43 @@
+"""Prompt files: the project's own (shipped here) or the benchmark's originals (``prompts.dir``)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).parent
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A prompt template and where it came from."""
+
+    name: str
+    text: str
+    path: Path
+    sha256: str
+    original: bool  # True when loaded from a benchmark's original prompt directory
+
+    def format(self, **fields: object) -> str:
+        return self.text.format(**fields)
+
+    def record(self) -> dict[str, object]:
+        return {"path": str(self.path), "sha256": self.sha256, "benchmark_original": self.original}
+
+
+def load_prompt(benchmark: str, name: str, prompts_dir: str | Path | None = None) -> Prompt:
+    """Load ``<name>.txt`` from ``prompts_dir`` if given (originals), else the shipped copy."""
+    if prompts_dir:
+        path = Path(prompts_dir) / f"{name}.txt"
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"prompts.dir={prompts_dir}: no {name}.txt there. Fetch the originals with "
+                f"`python -m eqa_runner.data fetch {benchmark}` or unset prompts.dir."
+            )
+        original = True
+    else:
+        path = PACKAGE_DIR / benchmark / f"{name}.txt"
+        original = False
+    text = path.read_text(encoding="utf-8").strip()
+    return Prompt(name, text, path, hashlib.sha256(text.encode()).hexdigest(), original)

@@ -1,0 +1,185 @@
+"""Per-episode JSONL records (append-only, one flush per line), the resume index and run locks."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+EPISODES_FILE = "episodes.jsonl"
+SUMMARY_FILE = "summary.json"
+LOCK_FILE = ".eqa_runner.lock"
+RECORD_FIELDS = (
+    "episode_id",
+    "status",
+    "question",
+    "answer",
+    "category",
+    "prediction",
+    "judge_raw",
+    "metrics",
+    "trace",
+    "error",
+    "timings",
+    "usage",
+)
+
+
+class RunDirError(RuntimeError):
+    """The run directory cannot be used as asked (locked, or holds results without resume)."""
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Plain-JSON copy: numpy scalars/arrays to Python, non-finite floats to None, paths to str."""
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, (str, int, bool)) or obj is None:
+        return obj
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "tolist"):  # numpy arrays and scalars
+        return to_jsonable(obj.tolist())
+    return str(obj)
+
+
+class RecordWriter:
+    """Appends one JSON line per finished episode and flushes it, so a kill tears at most one line.
+
+    On open, a torn (newline-less) tail left by a killed run is moved to ``<file>.torn`` and
+    cut off, so the next record starts on its own line.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.dropped_torn = repair_torn_tail(self.path)
+        self._fh = self.path.open("a", encoding="utf-8")
+
+    def write(self, record: dict[str, Any]) -> None:
+        line = json.dumps(to_jsonable(record), ensure_ascii=False, allow_nan=False)
+        self._fh.write(line + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self._fh.close()
+
+    def __enter__(self) -> RecordWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def repair_torn_tail(path: Path) -> bool:
+    """Cut a final line without newline (a killed writer) off ``path``; keep it in ``.torn``."""
+    if not path.exists() or path.stat().st_size == 0:
+        return False
+    with path.open("rb+") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        fh.seek(max(0, size - 1))
+        if fh.read(1) == b"\n":
+            return False
+        # find the start of the torn line
+        block = min(size, 1 << 20)
+        fh.seek(size - block)
+        tail = fh.read(block)
+        cut = tail.rfind(b"\n")
+        start = size - block + cut + 1 if cut >= 0 else 0
+        fh.seek(start)
+        torn = fh.read()
+        with path.with_suffix(path.suffix + ".torn").open("ab") as side:
+            side.write(torn + b"\n")
+        fh.truncate(start)
+    log.warning(
+        "%s: dropped a torn final line (%d bytes, kept in %s.torn)", path, len(torn), path.name
+    )
+    return True
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """All parseable records; a torn final line is dropped with a warning."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    records: list[dict[str, Any]] = []
+    lines = path.read_bytes().split(b"\n")
+    for i, raw in enumerate(lines):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+        except json.JSONDecodeError:
+            last = i == len(lines) - 1 or all(not x.strip() for x in lines[i + 1 :])
+            if last:
+                log.warning("%s: dropped torn final line %d", path, i + 1)
+            else:
+                log.error("%s: line %d is not JSON; skipped", path, i + 1)
+            continue
+        if isinstance(rec, dict) and "episode_id" in rec:
+            records.append(rec)
+    return records
+
+
+def final_records(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """One record per episode: the last ok record if any, else the last record."""
+    out: dict[str, dict[str, Any]] = {}
+    for rec in records:
+        eid = str(rec["episode_id"])
+        prev = out.get(eid)
+        if prev is None or rec.get("status") == "ok" or prev.get("status") != "ok":
+            out[eid] = rec
+    return out
+
+
+def ok_ids(path: Path) -> set[str]:
+    """Episode ids that already have an ok record (skipped on resume)."""
+    return {eid for eid, r in final_records(read_records(path)).items() if r["status"] == "ok"}
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    """Write JSON via a temp file + rename, so readers never see half a file."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(
+        json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+        encoding="utf-8",
+    )
+    os.replace(tmp, path)
+
+
+class RunLock:
+    """An exclusive lock on a run directory (released by the OS if the process dies)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        from filelock import FileLock
+
+        self.path = Path(run_dir) / LOCK_FILE
+        self._lock = FileLock(str(self.path))
+
+    def __enter__(self) -> RunLock:
+        from filelock import Timeout
+
+        try:
+            self._lock.acquire(timeout=0)
+        except Timeout:
+            raise RunDirError(
+                f"{self.path.parent}: another eqa_runner process is writing to this run directory "
+                "(lock held). Wait for it to finish, or pick another hydra.run.dir."
+            ) from None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()

@@ -1,0 +1,28 @@
+"""Typed schema of the ``run:`` block (stored in Hydra's ConfigStore; a typo fails at composition)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class RunConfig:
+    """Run-loop knobs users type on the command line (``run.limit=5`` ...)."""
+
+    output_dir: str | None = None  # defaults to Hydra's runtime output dir
+    limit: int | None = None  # keep the first N selected episodes
+    episodes: Any = None  # list of ids, a comma string, or a file of ids (JSON list or lines)
+    shard: str | None = None  # "i/n": keep every n-th episode starting at i
+    num_shards: int | None = None  # convenience for sweeps: expands to run.shard=0/n..n-1/n
+    workers: int = 4  # concurrent episodes
+    seed: int = 1234
+    resume: bool = False
+    dry_run: bool = False
+    save_artifacts: bool = False
+    episode_timeout_s: float = 1800.0
+    progress: bool = True
+    cache: bool = True  # disk cache of model calls
+    cache_dir: str = "${oc.env:EQA_RUNNER_CACHE_DIR,.cache/eqa_runner}"
+    bootstrap_samples: int = 1000
+    extra: dict[str, Any] = field(default_factory=dict)

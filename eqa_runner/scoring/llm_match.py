@@ -1,0 +1,139 @@
+"""LLM-Match (OpenEQA): a judge LLM marks a prediction 1..5; per question (s-1)/4."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from eqa_runner.llm import OFFLINE_TAG, LLMClient, user
+from eqa_runner.policies.base import RequestEstimate
+from eqa_runner.prompts import load_prompt
+from eqa_runner.scoring.aggregate import breakdown, mean_with_ci
+from eqa_runner.scoring.base import Judge
+from eqa_runner.types import Episode, Prediction, Score
+
+log = logging.getLogger(__name__)
+
+PROMPT, PROMPT_EXTRA = "mmbench", "mmbench-extra"
+REASK = "Reply with only your mark: one whole number from 1 to 5."
+_TAGGED = re.compile(
+    r"(?:your\s+)?(?:mark|score|rating|grade)\s*(?:is)?\s*[:=\-]?\s*\**\s*(\d+(?:\.\d+)?)"
+    r"(?:\s*(?:/|out\s+of)\s*5)?", re.I)
+_OVER5 = re.compile(r"\b(\d+(?:\.\d+)?)\s*(?:/|out\s+of)\s*5\b", re.I)
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.]*\d)")
+
+
+def _as_mark(token: str) -> int | None:
+    try:
+        v = float(token)
+    except ValueError:
+        return None
+    return int(v) if v.is_integer() and 1 <= v <= 5 else None
+
+
+def parse_mark(reply: str | None) -> int | None:
+    """The integer 1..5 in a judge reply, or None when there is no unambiguous mark."""
+    if not reply:
+        return None
+    text = reply.strip().strip("*` ").strip()
+    if not text:
+        return None
+    if re.fullmatch(r"\d+(?:\.\d+)?\.?", text):
+        return _as_mark(text.rstrip("."))
+    tagged = _TAGGED.findall(text)
+    if tagged:
+        return _as_mark(tagged[-1])
+    over5 = _OVER5.findall(text)
+    if over5:
+        return _as_mark(over5[-1])
+    numbers = set(_NUMBER.findall(text))
+    if len(numbers) == 1:
+        return _as_mark(numbers.pop())
+    return None
+
+
+def strip_after_last_period(prediction: str) -> str:
+    """open-eqa's post-processing: drop anything after the last period ("2.5 m" → "2.")."""
+    end = prediction.rfind(".")
+    if end >= 0 and end + 1 < len(prediction):
+        return prediction[: end + 1]
+    return prediction
+
+
+class LLMMatchJudge(Judge):
+    """OpenEQA's LLM-Match with the extra-answers prompt variant and tolerant parsing."""
+
+    name = "llm_match"
+    headline = "llm_match"
+
+    def __init__(self, name: str = "llm_match", strip_after_last_period: bool = True,
+                 reask_unparsable: bool = True, **llm: Any) -> None:
+        super().__init__(**llm)
+        self.name = name
+        self.strip = strip_after_last_period
+        self.reask = reask_unparsable
+
+    def prepare(self, episode: Episode, prediction: str) -> tuple[str, bool]:
+        """The prediction as the judge sees it, and whether post-processing changed it."""
+        if not self.strip:
+            return prediction, False
+        cut = strip_after_last_period(prediction)
+        return cut, cut != prediction
+
+    def _messages(self, episode: Episode, prediction: str, prompts_dir: str | None
+                  ) -> list[dict[str, Any]]:
+        extra = episode.extra_answers
+        prompt = load_prompt("openeqa", PROMPT_EXTRA if extra else PROMPT, prompts_dir)
+        text = prompt.format(question=episode.question, answer=episode.answer,
+                             prediction=prediction, extra_answers=extra)
+        return [user(text)]
+
+    async def score(self, episode: Episode, prediction: Prediction, llm: LLMClient,
+                    prompts_dir: str | None = None) -> Score:
+        answer = prediction.answer or ""
+        shown, changed = self.prepare(episode, answer)
+        if changed:
+            log.info("%s: prediction cut after its last period: %r -> %r",
+                     episode.episode_id, answer, shown)
+        messages = self._messages(episode, shown, prompts_dir)
+        offline = f"Your mark: 3 {OFFLINE_TAG}"
+        c = await llm.acomplete(messages, offline_reply=offline)
+        raw, mark = c.text, parse_mark(c.text)
+        if mark is None and self.reask:
+            follow = [*messages, {"role": "assistant", "content": c.text}, user(REASK)]
+            c2 = await llm.acomplete(follow, offline_reply=offline)
+            raw, mark = f"{c.text}\n---\n{c2.text}", parse_mark(c2.text)
+        if mark is None:
+            return Score(ok=False, raw=raw, metrics={})
+        metrics = {"score_1to5": float(mark), "llm_match": (mark - 1) / 4}
+        if changed:
+            metrics["prediction_cut"] = 1.0
+        return Score(ok=True, raw=raw, metrics=metrics)
+
+    def aggregate(self, records: Sequence[dict[str, Any]], *, bootstrap_samples: int = 1000,
+                  seed: int = 0) -> dict[str, Any]:
+        scored = [r for r in records if r.get("status") == "ok" and r.get("judge_ok")]
+        vals = [r["metrics"]["llm_match"] for r in scored]
+        kw = {"scale": 100.0, "samples": bootstrap_samples, "seed": seed}
+        return {
+            "headline": {"llm_match": mean_with_ci(vals, **kw)},
+            "metric_note": "llm_match: OpenEQA LLM-Match in percent, mean of 100*(s-1)/4 over "
+                           "episodes with a parsable judgement",
+            "by_category": breakdown(scored, lambda r: r.get("category"),
+                                     lambda r: r["metrics"]["llm_match"], **kw),
+            "by_subset": breakdown(scored, lambda r: r.get("subset"),
+                                   lambda r: r["metrics"]["llm_match"], **kw),
+            "score_histogram": {str(s): sum(1 for r in scored
+                                            if r["metrics"]["score_1to5"] == s)
+                                for s in range(1, 6)},
+        }
+
+    def estimate_requests(self, episode: Episode, prompts_dir: str | None
+                          ) -> list[RequestEstimate]:
+        return [RequestEstimate("judge", self._messages(episode, episode.answer, prompts_dir))]
+
+    def prompts(self, prompts_dir: str | None) -> dict[str, dict[str, object]]:
+        return {n: load_prompt("openeqa", n, prompts_dir).record()
+                for n in (PROMPT, PROMPT_EXTRA)}

@@ -1,0 +1,1 @@
+"""Benchmarks: each module loads its questions into :class:`eqa_runner.types.Episode` objects."""

@@ -1,0 +1,36 @@
+"""The small base class every benchmark implements."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+from eqa_runner.types import Episode
+
+
+class DataError(ValueError):
+    """Bad input data; the message names the file / record / field and the fix."""
+
+
+class Task(ABC):
+    """A benchmark: loads episodes and knows which policies can attempt them."""
+
+    name: str = "task"
+    policies: Sequence[str] = ()
+
+    @abstractmethod
+    def load_episodes(self) -> list[Episode]:
+        """All episodes of the configured split/subset, in a stable order."""
+
+    def check(self, episodes: Sequence[Episode]) -> list[str]:
+        """Problems with the data of ``episodes`` (missing frames, scenes ...); empty if fine."""
+        return []
+
+    def describe(self) -> dict[str, Any]:
+        """What the summary records about the data (paths, question-file hash)."""
+        return {"name": self.name}
+
+    def subset_of(self, episode: Episode) -> str | None:
+        """Name of the subset an episode belongs to (breakdowns), if any."""
+        return episode.meta.get("subset")
