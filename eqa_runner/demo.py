@@ -12,8 +12,9 @@ import time
 from pathlib import Path
 
 
-def write_demo(out: Path, seed: int = 0, *, openeqa: bool = True, express: bool = True
-               ) -> dict[str, Path]:
+def write_demo(
+    out: Path, seed: int = 0, *, openeqa: bool = True, express: bool = True
+) -> dict[str, Path]:
     """Write both demo datasets under ``out``; returns their data dirs."""
     from eqa_runner.demo_scenes import write_express_demo, write_openeqa_demo
 
@@ -35,8 +36,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--only", choices=["openeqa", "express"], default=None)
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    dirs = write_demo(args.out, args.seed, openeqa=args.only in (None, "openeqa"),
-                      express=args.only in (None, "express"))
+    dirs = write_demo(
+        args.out,
+        args.seed,
+        openeqa=args.only in (None, "openeqa"),
+        express=args.only in (None, "express"),
+    )
     for name, d in dirs.items():
         print(f"{name}: task.data_dir={d}")
     print(f"demo written in {time.perf_counter() - t0:.1f}s")

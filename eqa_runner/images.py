@@ -21,8 +21,11 @@ def image_size(path: Path) -> tuple[int, int]:
 
 
 def resized_size(width: int, height: int, longer_side: int | None) -> tuple[int, int]:
-    """Size after scaling so the longer side is ``longer_side`` (as the OpenEQA baselines do)."""
-    if not longer_side:
+    """Size after scaling so the longer side is ``longer_side`` (as the OpenEQA baselines do).
+
+    Frames already smaller than that are kept as they are (upscaling adds tokens, not detail).
+    """
+    if not longer_side or max(width, height) <= longer_side:
         return width, height
     f = longer_side / max(width, height)
     return max(1, round(width * f)), max(1, round(height * f))
@@ -37,8 +40,10 @@ def load_frame(path: Path, longer_side: int | None = 512, fmt: str = "png") -> b
         with Image.open(path) as im:
             w, h = im.size
             if w * h > MAX_PIXELS:
-                raise FrameError(f"{path}: {w}x{h} pixels exceeds the {MAX_PIXELS:,} pixel "
-                                 "limit (decompression-bomb guard); resize the frame.")
+                raise FrameError(
+                    f"{path}: {w}x{h} pixels exceeds the {MAX_PIXELS:,} pixel "
+                    "limit (decompression-bomb guard); resize the frame."
+                )
             target = resized_size(w, h, longer_side)
             if im.format == "JPEG" and target != (w, h):
                 im.draft("RGB", target)  # let libjpeg decode at reduced scale
@@ -51,8 +56,9 @@ def load_frame(path: Path, longer_side: int | None = 512, fmt: str = "png") -> b
     except FrameError:
         raise
     except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as e:
-        raise FrameError(f"{path}: cannot decode image ({type(e).__name__}: {e}); "
-                         "re-stage this episode.") from None
+        raise FrameError(
+            f"{path}: cannot decode image ({type(e).__name__}: {e}); re-stage this episode."
+        ) from None
     buf = io.BytesIO()
     if fmt == "jpeg":
         im.save(buf, format="JPEG", quality=90)

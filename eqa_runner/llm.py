@@ -80,8 +80,13 @@ def user(*parts: str | ImagePart) -> Message:
 
 
 def message_images(messages: Sequence[Message]) -> list[ImagePart]:
-    return [p for m in messages if isinstance(m["content"], list) for p in m["content"]
-            if isinstance(p, ImagePart)]
+    return [
+        p
+        for m in messages
+        if isinstance(m["content"], list)
+        for p in m["content"]
+        if isinstance(p, ImagePart)
+    ]
 
 
 def message_text(messages: Sequence[Message]) -> str:
@@ -156,9 +161,18 @@ class Usage:
                 self.cost_usd += c.cost_usd
 
     def as_dict(self) -> dict[str, Any]:
-        d = {k: getattr(self, k) for k in ("calls", "prompt_tokens", "completion_tokens",
-                                           "cost_usd", "cost_unknown_calls", "cached_calls",
-                                           "retries")}
+        d = {
+            k: getattr(self, k)
+            for k in (
+                "calls",
+                "prompt_tokens",
+                "completion_tokens",
+                "cost_usd",
+                "cost_unknown_calls",
+                "cached_calls",
+                "retries",
+            )
+        }
         if self.cost_unknown_calls and self.cost_usd == 0.0:
             d["cost_usd"] = None  # unknown, not free
         return d
@@ -267,10 +281,19 @@ def _is_retryable(exc: BaseException) -> bool:
         litellm.InternalServerError,
         litellm.ServiceUnavailableError,
     )
+    if "credential" in str(exc).lower() or "api key" in str(exc).lower():
+        return False
     if isinstance(exc, retryable):
         return True
-    if isinstance(exc, (litellm.AuthenticationError, litellm.BadRequestError,
-                        litellm.NotFoundError, litellm.PermissionDeniedError)):
+    if isinstance(
+        exc,
+        (
+            litellm.AuthenticationError,
+            litellm.BadRequestError,
+            litellm.NotFoundError,
+            litellm.PermissionDeniedError,
+        ),
+    ):
         return False
     status = getattr(exc, "status_code", None)
     if isinstance(status, int):
@@ -311,6 +334,24 @@ class LLMClient:
     @property
     def offline(self) -> bool:
         return self.cfg.model == OFFLINE_MODEL
+
+    def missing_credentials(self) -> list[str]:
+        """Names of environment variables this client needs but that are unset (never values)."""
+        if self.offline:
+            return []
+        if self.cfg.api_key_env:
+            return [] if os.environ.get(self.cfg.api_key_env) else [self.cfg.api_key_env]
+        if self.cfg.api_base:
+            return []  # self-hosted OpenAI-compatible servers usually need no key
+        return self.missing_provider_key()
+
+    def missing_provider_key(self) -> list[str]:
+        """Provider key variables litellm would look for and that are unset."""
+        try:
+            env = load_litellm().validate_environment(model=self.cfg.model)
+        except Exception:
+            return []
+        return [] if env.get("keys_in_environment") else list(env.get("missing_keys") or [])
 
     def params(self, *, max_tokens: int | None = None) -> dict[str, Any]:
         """Sampling parameters requested for a call (before a provider drops any)."""
@@ -372,8 +413,13 @@ class LLMClient:
         """One chat completion: cache → (retrying) call → accounting. Raises :class:`LLMError`."""
         params = self.params()
         if self.offline:
-            c = Completion(text=offline_reply, model=OFFLINE_MODEL, finish_reason="stop",
-                           cost_usd=0.0, params=params)
+            c = Completion(
+                text=offline_reply,
+                model=OFFLINE_MODEL,
+                finish_reason="stop",
+                cost_usd=0.0,
+                params=params,
+            )
             self._account(c)
             return c
         payload = self.check_images(messages)
@@ -387,8 +433,12 @@ class LLMClient:
         if not c.text.strip():
             # empty reply / budget spent on hidden reasoning: one retry with a larger budget
             bigger = (params.get("max_tokens") or 256) * 4
-            log.warning("%s: empty reply (finish_reason=%s); retrying once with max_tokens=%d",
-                        self.cfg.model, c.finish_reason, bigger)
+            log.warning(
+                "%s: empty reply (finish_reason=%s); retrying once with max_tokens=%d",
+                self.cfg.model,
+                c.finish_reason,
+                bigger,
+            )
             c2 = await self._call_with_retries(messages, self.params(max_tokens=bigger), payload)
             c2.retries += c.retries + 1
             if not c2.text.strip():
@@ -402,8 +452,10 @@ class LLMClient:
                 )
             c = c2
         if key:
-            self.cache.put(key, {k: v for k, v in asdict(c).items()
-                                 if k not in ("cached", "retries", "latency_s")})
+            self.cache.put(
+                key,
+                {k: v for k, v in asdict(c).items() if k not in ("cached", "retries", "latency_s")},
+            )
         self._account(c)
         return c
 
@@ -429,17 +481,22 @@ class LLMClient:
         if self.cfg.api_key_env:
             key = os.environ.get(self.cfg.api_key_env)
             if not key:
-                raise LLMError(f"{self.role}: environment variable {self.cfg.api_key_env} "
-                               "(llm.api_key_env) is not set.")
+                raise LLMError(
+                    f"{self.role}: environment variable {self.cfg.api_key_env} "
+                    "(llm.api_key_env) is not set."
+                )
             kwargs["api_key"] = key
+        elif self.cfg.api_base and self.missing_provider_key():
+            kwargs["api_key"] = "no-key"  # self-hosted OpenAI-compatible server without auth
         log.debug("%s call: %d messages, payload ~%d bytes", self.cfg.model, len(messages), payload)
         retries = 0
         while True:
             t0 = time.perf_counter()
             try:
                 async with _limiter(self.cfg.max_concurrent_calls):
-                    resp = await asyncio.wait_for(litellm.acompletion(**kwargs),
-                                                  timeout=self.cfg.timeout_s + 5)
+                    resp = await asyncio.wait_for(
+                        litellm.acompletion(**kwargs), timeout=self.cfg.timeout_s + 5
+                    )
                 return self._completion(resp, params, retries, time.perf_counter() - t0, payload)
             except Exception as exc:  # noqa: BLE001 - classified below
                 if not _is_retryable(exc) or retries >= self.cfg.max_retries:
@@ -453,12 +510,14 @@ class LLMClient:
                     wait *= 0.5 + self._rng.random() / 2
                 wait = min(wait, self.cfg.backoff_max_s)
                 retries += 1
-                log.info("%s: %s, retry %d in %.2fs", self.cfg.model, type(exc).__name__,
-                         retries, wait)
+                log.info(
+                    "%s: %s, retry %d in %.2fs", self.cfg.model, type(exc).__name__, retries, wait
+                )
                 await asyncio.sleep(wait)
 
-    def _completion(self, resp: Any, params: dict[str, Any], retries: int, latency: float,
-                    payload: int) -> Completion:
+    def _completion(
+        self, resp: Any, params: dict[str, Any], retries: int, latency: float, payload: int
+    ) -> Completion:
         choice = resp.choices[0]
         text = (choice.message.content or "") if choice.message else ""
         usage = getattr(resp, "usage", None)
@@ -497,8 +556,10 @@ def image_tokens(width: int, height: int) -> int:
 
 
 def estimate_call(
-    model: str, text_messages: Sequence[Message], image_sizes: Sequence[tuple[int, int]],
-    max_tokens: int | None
+    model: str,
+    text_messages: Sequence[Message],
+    image_sizes: Sequence[tuple[int, int]],
+    max_tokens: int | None,
 ) -> tuple[int, int, float | None]:
     """(prompt tokens, completion tokens upper bound, cost in USD or None) without calling."""
     completion = max_tokens or 256
@@ -512,8 +573,9 @@ def estimate_call(
         prompt = len(message_text(text_messages)) // 4
     prompt += sum(image_tokens(w, h) for w, h in image_sizes)
     try:
-        cin, cout = litellm.cost_per_token(model=model, prompt_tokens=prompt,
-                                           completion_tokens=completion)
+        cin, cout = litellm.cost_per_token(
+            model=model, prompt_tokens=prompt, completion_tokens=completion
+        )
         cost: float | None = float(cin + cout)
     except Exception:
         cost = None

@@ -92,12 +92,16 @@ def repair_torn_tail(path: Path) -> bool:
         fh.seek(max(0, size - 1))
         if fh.read(1) == b"\n":
             return False
-        # find the start of the torn line
-        block = min(size, 1 << 20)
-        fh.seek(size - block)
-        tail = fh.read(block)
-        cut = tail.rfind(b"\n")
-        start = size - block + cut + 1 if cut >= 0 else 0
+        # find the start of the torn line, scanning back block by block (it may exceed a block)
+        start, end = 0, size
+        while end > 0:
+            begin = max(0, end - (1 << 20))
+            fh.seek(begin)
+            cut = fh.read(end - begin).rfind(b"\n")
+            if cut >= 0:
+                start = begin + cut + 1
+                break
+            end = begin
         fh.seek(start)
         torn = fh.read()
         with path.with_suffix(path.suffix + ".torn").open("ab") as side:
@@ -121,7 +125,7 @@ def read_records(path: Path) -> list[dict[str, Any]]:
             continue
         try:
             rec = json.loads(raw)
-        except json.JSONDecodeError:
+        except ValueError:  # JSONDecodeError, or UnicodeDecodeError for a line torn mid-character
             last = i == len(lines) - 1 or all(not x.strip() for x in lines[i + 1 :])
             if last:
                 log.warning("%s: dropped torn final line %d", path, i + 1)

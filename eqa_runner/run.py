@@ -7,6 +7,7 @@ import hashlib
 import json
 import logging
 import os
+import threading
 import time
 import traceback
 from collections.abc import Sequence
@@ -49,8 +50,10 @@ def build(node: DictConfig, base: type[T], what: str) -> T:
 
     obj = instantiate(node, _convert_="all")
     if not isinstance(obj, base):
-        raise ConfigError(f"{what}._target_={node.get('_target_')} built a "
-                          f"{type(obj).__name__}, not a {base.__name__}")
+        raise ConfigError(
+            f"{what}._target_={node.get('_target_')} built a "
+            f"{type(obj).__name__}, not a {base.__name__}"
+        )
     return obj
 
 
@@ -59,8 +62,9 @@ def check_choices(cfg: DictConfig) -> None:
     task, policy = cfg.task.get("name"), cfg.policy.get("name")
     valid = list(cfg.task.get("policies") or [])
     if valid and policy not in valid:
-        raise ConfigError(f"policy={policy} cannot run task={task}; valid policies for {task}: "
-                          f"{', '.join(valid)}")
+        raise ConfigError(
+            f"policy={policy} cannot run task={task}; valid policies for {task}: {', '.join(valid)}"
+        )
 
 
 def _read_ids(spec: Any) -> list[str]:
@@ -78,8 +82,10 @@ def _read_ids(spec: Any) -> list[str]:
             data = json.loads(text)
             if isinstance(data, dict):
                 data = list(data)
-            return [str(x if not isinstance(x, dict) else x.get("question_id", x.get("id")))
-                    for x in data]
+            return [
+                str(x if not isinstance(x, dict) else x.get("question_id", x.get("id")))
+                for x in data
+            ]
         return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
     return [x.strip() for x in s.split(",") if x.strip()]
 
@@ -104,8 +110,10 @@ def select_episodes(episodes: Sequence[Episode], run: DictConfig) -> list[Episod
         by_id = {e.episode_id: e for e in eps}
         unknown = [w for w in wanted if w not in by_id]
         if unknown:
-            raise DataError(f"run.episodes: {len(unknown)} id(s) not in the selected question "
-                            f"set, e.g. {unknown[:3]}")
+            raise DataError(
+                f"run.episodes: {len(unknown)} id(s) not in the selected question "
+                f"set, e.g. {unknown[:3]}"
+            )
         keep = set(wanted)
         eps = [e for e in eps if e.episode_id in keep]
     if run.get("limit") is not None:
@@ -131,13 +139,21 @@ def resolve_output_dir(cfg: DictConfig) -> Path:
     raise ConfigError("run.output_dir is not set and no Hydra run dir is available")
 
 
-def llm_clients(cfg: DictConfig, judge: Judge, salt: dict[str, str]
-                ) -> tuple[LLMClient, LLMClient]:
+def llm_clients(cfg: DictConfig, judge: Judge, salt: dict[str, str]) -> tuple[LLMClient, LLMClient]:
+    """The policy's and the judge's model clients, checked for credentials before any episode."""
     cache = DiskCache(cfg.run.cache_dir) if cfg.run.cache else None
     base = OmegaConf.to_container(cfg.llm, resolve=True)
     policy_llm = LLMClient(base, role="policy", cache=cache, cache_salt=salt)
     judge_cfg = {**base, **{k: v for k, v in judge.llm_overrides.items()}}
     judge_llm = LLMClient(judge_cfg, role="judge", cache=cache, cache_salt=salt)
+    for client, key in ((policy_llm, "llm"), (judge_llm, "judge")):
+        missing = client.missing_credentials()
+        if missing:
+            raise ConfigError(
+                f"{key}.model={client.model}: environment variable(s) "
+                f"{', '.join(missing)} not set; export it, or point "
+                f"{key}.api_key_env at the variable that holds the key."
+            )
     return policy_llm, judge_llm
 
 
@@ -150,26 +166,55 @@ def _error(exc: BaseException, stage: str) -> dict[str, Any]:
     return {"type": type(exc).__name__, "message": msg[:2000], "stage": stage, "where": where}
 
 
-async def run_episode(ep: Episode, *, task: Task, policy: Policy, judge: Judge,
-                      policy_llm: LLMClient, judge_llm: LLMClient, cfg: DictConfig,
-                      executor: ThreadPoolExecutor, out_dir: Path,
-                      resources: dict[str, Any]) -> dict[str, Any]:
+async def run_episode(
+    ep: Episode,
+    *,
+    task: Task,
+    policy: Policy,
+    judge: Judge,
+    policy_llm: LLMClient,
+    judge_llm: LLMClient,
+    cfg: DictConfig,
+    executor: ThreadPoolExecutor,
+    out_dir: Path,
+    resources: dict[str, Any],
+) -> dict[str, Any]:
     """Run one episode end to end; never raises (failures become an error record)."""
     rec: dict[str, Any] = {
-        "episode_id": ep.episode_id, "status": "error", "question": ep.question,
-        "answer": ep.answer, "category": ep.category, "subset": task.subset_of(ep),
-        "scene": ep.scene, "prediction": None, "judge_raw": None, "judge_ok": False,
-        "metrics": {}, "trace": {}, "error": None, "timings": {}, "usage": {},
+        "episode_id": ep.episode_id,
+        "status": "error",
+        "question": ep.question,
+        "answer": ep.answer,
+        "category": ep.category,
+        "subset": task.subset_of(ep),
+        "extra_answers": list(ep.extra_answers),
+        "scene": ep.scene,
+        "prediction": None,
+        "judge_raw": None,
+        "judge_ok": False,
+        "metrics": {},
+        "trace": {},
+        "error": None,
+        "timings": {},
+        "usage": {},
     }
     seed = episode_seed(int(cfg.run.seed), ep.episode_id)
     art = out_dir / "artifacts" / _safe_name(ep.episode_id) if cfg.run.save_artifacts else None
-    ctx = EpisodeContext(llm=policy_llm, rng=np.random.default_rng(seed), seed=seed,
-                         executor=executor, task=task, prompts_dir=cfg.prompts.dir,
-                         artifacts_dir=art, resources=resources)
+    ctx = EpisodeContext(
+        llm=policy_llm,
+        rng=np.random.default_rng(seed),
+        seed=seed,
+        executor=executor,
+        task=task,
+        prompts_dir=cfg.prompts.dir,
+        artifacts_dir=art,
+        resources=resources,
+    )
     stage = "policy"
     t0 = time.perf_counter()
     with track_usage() as usage:
         try:
+
             async def _both() -> None:
                 nonlocal stage
                 pred = await policy.predict(ep, ctx)
@@ -179,15 +224,21 @@ async def run_episode(ep: Episode, *, task: Task, policy: Policy, judge: Judge,
                 t1 = time.perf_counter()
                 score = await judge.score(ep, pred, judge_llm, cfg.prompts.dir)
                 rec["timings"]["judge_s"] = time.perf_counter() - t1
-                rec.update(judge_raw=score.raw, judge_ok=score.ok, metrics=score.metrics,
-                           status="ok")
+                rec.update(
+                    judge_raw=score.raw, judge_ok=score.ok, metrics=score.metrics, status="ok"
+                )
 
             await asyncio.wait_for(_both(), timeout=float(cfg.run.episode_timeout_s))
         except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
             rec["status"] = "error"
             rec["error"] = _error(exc, stage)
-            log.warning("episode %s failed in %s: %s: %s", ep.episode_id, stage,
-                        type(exc).__name__, rec["error"]["message"][:300])
+            log.warning(
+                "episode %s failed in %s: %s: %s",
+                ep.episode_id,
+                stage,
+                type(exc).__name__,
+                rec["error"]["message"][:300],
+            )
     rec["timings"]["total_s"] = time.perf_counter() - t0
     rec["usage"] = usage.as_dict()
     return rec
@@ -197,14 +248,26 @@ def _safe_name(s: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in s)[:120]
 
 
-def dry_run(cfg: DictConfig, task: Task, policy: Policy, judge: Judge,
-            episodes: Sequence[Episode]) -> dict[str, Any]:
+def dry_run(
+    cfg: DictConfig, task: Task, policy: Policy, judge: Judge, episodes: Sequence[Episode]
+) -> dict[str, Any]:
     """Build every request, count tokens (images included) and estimate cost; call nothing."""
     models = {"policy": str(cfg.llm.model), "judge": str(judge.llm_overrides.get("model"))}
-    max_tokens = {"policy": cfg.llm.get("max_tokens"),
-                  "judge": judge.llm_overrides.get("max_tokens")}
-    totals = {role: {"model": m, "requests": 0, "prompt_tokens": 0, "completion_tokens": 0,
-                     "cost_usd": 0.0, "images": 0} for role, m in models.items()}
+    max_tokens = {
+        "policy": cfg.llm.get("max_tokens"),
+        "judge": judge.llm_overrides.get("max_tokens"),
+    }
+    totals = {
+        role: {
+            "model": m,
+            "requests": 0,
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "cost_usd": 0.0,
+            "images": 0,
+        }
+        for role, m in models.items()
+    }
     problems: list[str] = []
     for ep in episodes:
         try:
@@ -221,23 +284,29 @@ def dry_run(cfg: DictConfig, task: Task, policy: Policy, judge: Judge,
             t["completion_tokens"] += c
             t["images"] += len(r.image_sizes)
             t["cost_usd"] = None if cost is None or t["cost_usd"] is None else t["cost_usd"] + cost
-    lines = [f"dry run: {len(episodes)} episodes selected (task={task.name}, "
-             f"policy={policy.name}); no model was called"]
+    lines = [
+        f"dry run: {len(episodes)} episodes selected (task={task.name}, "
+        f"policy={policy.name}); no model was called"
+    ]
     for ep in episodes[:5]:
         lines.append(f"  {ep.episode_id} [{ep.category}] {ep.question[:70]}")
     if len(episodes) > 5:
         lines.append(f"  … and {len(episodes) - 5} more")
     for role, t in totals.items():
-        cost = "unknown (no price for this model)" if t["cost_usd"] is None else \
-            f"${t['cost_usd']:.2f}"
-        lines.append(f"  {role:6s} {t['model']}: {t['requests']} requests, "
-                     f"{t['prompt_tokens']:,} prompt tokens ({t['images']} images), "
-                     f"≤{t['completion_tokens']:,} completion tokens, est. cost {cost}")
+        cost = (
+            "unknown (no price for this model)"
+            if t["cost_usd"] is None
+            else f"${t['cost_usd']:.2f}"
+        )
+        lines.append(
+            f"  {role:6s} {t['model']}: {t['requests']} requests, "
+            f"{t['prompt_tokens']:,} prompt tokens ({t['images']} images), "
+            f"≤{t['completion_tokens']:,} completion tokens, est. cost {cost}"
+        )
     if problems:
         lines.append(f"  {len(problems)} episode(s) could not be estimated, e.g. {problems[0]}")
     print("\n".join(lines), flush=True)
-    return {"dry_run": True, "episodes": len(episodes), "estimate": totals,
-            "problems": problems}
+    return {"dry_run": True, "episodes": len(episodes), "estimate": totals, "problems": problems}
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
@@ -254,38 +323,78 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         if problems:
             shown = "\n  ".join(problems[:10])
             more = f"\n  … and {len(problems) - 10} more" if len(problems) > 10 else ""
-            raise DataError(f"{len(problems)} data problem(s) for the selected episodes:\n  "
-                            f"{shown}{more}\nStage the data (`python -m eqa_runner.data check "
-                            f"...`) or pass task.check_data=false to record them as errors.")
+            raise DataError(
+                f"{len(problems)} data problem(s) for the selected episodes:\n  "
+                f"{shown}{more}\nStage the data (`python -m eqa_runner.data check "
+                f"...`) or pass task.check_data=false to record them as errors."
+            )
     out_dir = resolve_output_dir(cfg)
     out_dir.mkdir(parents=True, exist_ok=True)
+    if any(str(m) != "offline" for m in (cfg.llm.model, judge.llm_overrides.get("model"))):
+        from eqa_runner.llm import load_litellm
+
+        threading.Thread(target=load_litellm, daemon=True).start()  # overlap the slow import
     with RunLock(out_dir):
         return _run_locked(cfg, task, policy, judge, episodes, out_dir)
 
 
-def _run_locked(cfg: DictConfig, task: Task, policy: Policy, judge: Judge,
-                episodes: list[Episode], out_dir: Path) -> dict[str, Any]:
+def _run_locked(
+    cfg: DictConfig,
+    task: Task,
+    policy: Policy,
+    judge: Judge,
+    episodes: list[Episode],
+    out_dir: Path,
+) -> dict[str, Any]:
     jsonl = out_dir / EPISODES_FILE
     existing = read_records(jsonl)
     if existing and not cfg.run.resume:
-        raise RunDirError(f"{jsonl} already holds {len(existing)} records; pass run.resume=true "
-                          "to continue this run, or choose a new hydra.run.dir.")
+        raise RunDirError(
+            f"{jsonl} already holds {len(existing)} records; pass run.resume=true "
+            "to continue this run, or choose a new hydra.run.dir."
+        )
     done = {eid for eid, r in final_records(existing).items() if r["status"] == "ok"}
     todo = [e for e in episodes if e.episode_id not in done]
     prompts = {**policy.prompts(cfg.prompts.dir), **judge.prompts(cfg.prompts.dir)}
     salt = {name: str(p["sha256"]) for name, p in prompts.items()}
     policy_llm, judge_llm = llm_clients(cfg, judge, salt)
-    log.info("%d episodes selected, %d already ok, %d to run -> %s", len(episodes),
-             len(episodes) - len(todo), len(todo), out_dir)
+    log.info(
+        "%d episodes selected, %d already ok, %d to run -> %s",
+        len(episodes),
+        len(episodes) - len(todo),
+        len(todo),
+        out_dir,
+    )
     resources = make_resources(cfg, task, policy)
     workers = max(1, int(cfg.run.workers))
-    metrics_so_far = [r["metrics"] for r in final_records(existing).values()
-                      if r["status"] == "ok" and r.get("judge_ok")]
-    with RecordWriter(jsonl) as writer, ThreadPoolExecutor(
-            max_workers=min(8, (os.cpu_count() or 2) * 2)) as pool:
-        asyncio.run(_execute(todo, writer, cfg, task, policy, judge, policy_llm, judge_llm,
-                             pool, out_dir, resources, workers, len(episodes) - len(todo),
-                             len(episodes), metrics_so_far))
+    metrics_so_far = [
+        r["metrics"]
+        for r in final_records(existing).values()
+        if r["status"] == "ok" and r.get("judge_ok")
+    ]
+    with (
+        RecordWriter(jsonl) as writer,
+        ThreadPoolExecutor(max_workers=min(8, (os.cpu_count() or 2) * 2)) as pool,
+    ):
+        asyncio.run(
+            _execute(
+                todo,
+                writer,
+                cfg,
+                task,
+                policy,
+                judge,
+                policy_llm,
+                judge_llm,
+                pool,
+                out_dir,
+                resources,
+                workers,
+                len(episodes) - len(todo),
+                len(episodes),
+                metrics_so_far,
+            )
+        )
         close = resources.get("close")
         if close:
             close()
@@ -298,30 +407,60 @@ def make_resources(cfg: DictConfig, task: Task, policy: Policy) -> dict[str, Any
     return hook(cfg, task) if hook else {}
 
 
-async def _execute(todo: list[Episode], writer: RecordWriter, cfg: DictConfig, task: Task,
-                   policy: Policy, judge: Judge, policy_llm: LLMClient, judge_llm: LLMClient,
-                   pool: ThreadPoolExecutor, out_dir: Path, resources: dict[str, Any],
-                   workers: int, already: int, total: int,
-                   metrics_so_far: list[dict[str, float]]) -> None:
+async def _execute(
+    todo: list[Episode],
+    writer: RecordWriter,
+    cfg: DictConfig,
+    task: Task,
+    policy: Policy,
+    judge: Judge,
+    policy_llm: LLMClient,
+    judge_llm: LLMClient,
+    pool: ThreadPoolExecutor,
+    out_dir: Path,
+    resources: dict[str, Any],
+    workers: int,
+    already: int,
+    total: int,
+    metrics_so_far: list[dict[str, float]],
+) -> None:
     from tqdm import tqdm
 
     sem = asyncio.Semaphore(workers)
     counts = {"ok": already, "err": 0}
-    bar = tqdm(total=total, initial=already, disable=not cfg.run.progress, dynamic_ncols=True,
-               desc=f"{task.name}/{policy.name}", mininterval=0.5)
+    bar = tqdm(
+        total=total,
+        initial=already,
+        disable=not cfg.run.progress,
+        dynamic_ncols=True,
+        desc=f"{task.name}/{policy.name}",
+        mininterval=0.5,
+    )
 
     async def one(ep: Episode) -> None:
         async with sem:
-            rec = await run_episode(ep, task=task, policy=policy, judge=judge,
-                                    policy_llm=policy_llm, judge_llm=judge_llm, cfg=cfg,
-                                    executor=pool, out_dir=out_dir, resources=resources)
+            rec = await run_episode(
+                ep,
+                task=task,
+                policy=policy,
+                judge=judge,
+                policy_llm=policy_llm,
+                judge_llm=judge_llm,
+                cfg=cfg,
+                executor=pool,
+                out_dir=out_dir,
+                resources=resources,
+            )
         writer.write(rec)
         counts["ok" if rec["status"] == "ok" else "err"] += 1
         if rec["status"] == "ok" and rec.get("judge_ok"):
             metrics_so_far.append(rec["metrics"])
         m = judge.running_metric(metrics_so_far)
-        bar.set_postfix_str(f"ok={counts['ok']} err={counts['err']} "
-                            f"{judge.headline}={'-' if m is None else f'{m:.1f}'}", refresh=False)
+        bar.set_postfix_str(
+            f"ok={counts['ok']} err={counts['err']} "
+            f"{judge.headline}={'-' if m is None else f'{m:.1f}'}",
+            refresh=False,
+        )
         bar.update(1)
 
     try:
@@ -330,35 +469,63 @@ async def _execute(todo: list[Episode], writer: RecordWriter, cfg: DictConfig, t
         bar.close()
 
 
-def write_summary(cfg: DictConfig, task: Task, policy: Policy, judge: Judge,
-                  episodes: Sequence[Episode], out_dir: Path,
-                  prompts: dict[str, dict[str, object]], jsonl_name: str = EPISODES_FILE,
-                  summary_name: str = SUMMARY_FILE,
-                  extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def write_summary(
+    cfg: DictConfig,
+    task: Task,
+    policy: Policy,
+    judge: Judge,
+    episodes: Sequence[Episode],
+    out_dir: Path,
+    prompts: dict[str, dict[str, object]],
+    jsonl_name: str = EPISODES_FILE,
+    summary_name: str = SUMMARY_FILE,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Aggregate the final record of each selected episode into ``summary.json``."""
     final = final_records(read_records(out_dir / jsonl_name))
     ids = [e.episode_id for e in episodes]
     recs = [final[i] for i in ids if i in final]
-    agg = judge.aggregate(recs, bootstrap_samples=int(cfg.run.bootstrap_samples),
-                          seed=int(cfg.run.seed))
-    models = {"policy": str(cfg.llm.model),
-              "judge": str(judge.llm_overrides.get("model", cfg.llm.model))}
+    agg = judge.aggregate(
+        recs, bootstrap_samples=int(cfg.run.bootstrap_samples), seed=int(cfg.run.seed)
+    )
+    models = {
+        "policy": str(cfg.llm.model),
+        "judge": str(judge.llm_overrides.get("model", cfg.llm.model)),
+    }
     stop = cfg.policy.get("stop_model")
     if stop:
         models["stop"] = str(stop)
     summary = build_summary(
         config=OmegaConf.to_container(cfg, resolve=True),
-        task_info=task.describe(), selected_ids=ids, final=final, aggregate=agg,
-        models=models, prompts=prompts,
-        extra={"policy": policy.name, "judge": judge.name, "shard": cfg.run.get("shard"),
-               "run_dir": str(out_dir), **(extra or {})})
+        task_info=task.describe(),
+        selected_ids=ids,
+        final=final,
+        aggregate=agg,
+        models=models,
+        prompts=prompts,
+        extra={
+            "policy": policy.name,
+            "judge": judge.name,
+            "shard": cfg.run.get("shard"),
+            "run_dir": str(out_dir),
+            **(extra or {}),
+        },
+    )
     write_json_atomic(out_dir / summary_name, summary)
     head = {k: v.get("mean") for k, v in summary.get("headline", {}).items()}
     c = summary["counts"]
-    log.info("done: %d ok, %d error, %d judge-unparsable; %s", c["ok"], c["error"],
-             c["judge_unparsable"], head)
-    print(f"[eqa_runner] {c['ok']}/{c['selected']} ok, {c['error']} error, "
-          f"{c['judge_unparsable']} unparsable; "
-          + ", ".join(f"{k}={'-' if v is None else f'{v:.2f}'}" for k, v in head.items())
-          + f"\n[eqa_runner] results: {out_dir}", flush=True)
+    log.info(
+        "done: %d ok, %d error, %d judge-unparsable; %s",
+        c["ok"],
+        c["error"],
+        c["judge_unparsable"],
+        head,
+    )
+    print(
+        f"[eqa_runner] {c['ok']}/{c['selected']} ok, {c['error']} error, "
+        f"{c['judge_unparsable']} unparsable; "
+        + ", ".join(f"{k}={'-' if v is None else f'{v:.2f}'}" for k, v in head.items())
+        + f"\n[eqa_runner] results: {out_dir}",
+        flush=True,
+    )
     return {"counts": c, **head}

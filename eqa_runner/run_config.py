@@ -1,4 +1,4 @@
-"""Typed schema of the ``run:`` block (stored in Hydra's ConfigStore; a typo fails at composition)."""
+"""Typed schema of the ``run:`` block (in Hydra's ConfigStore: a typo fails at composition)."""
 
 from __future__ import annotations
 

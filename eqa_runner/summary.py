@@ -11,15 +11,27 @@ from typing import Any
 from eqa_runner import __version__
 
 _SECRET_KEY = re.compile(r"(api_key|token|secret|password)$", re.I)
-PACKAGES = ("hydra-core", "omegaconf", "litellm", "numpy", "pillow", "open3d", "scikit-image",
-            "pandas", "submitit", "habitat-sim")
+PACKAGES = (
+    "hydra-core",
+    "omegaconf",
+    "litellm",
+    "numpy",
+    "pillow",
+    "open3d",
+    "scikit-image",
+    "pandas",
+    "submitit",
+    "habitat-sim",
+)
 
 
 def scrub(obj: Any) -> Any:
     """Drop config values whose key looks like a secret (``api_key_env`` names are kept)."""
     if isinstance(obj, dict):
-        return {k: ("<redacted>" if _SECRET_KEY.search(str(k)) and v else scrub(v))
-                for k, v in obj.items()}
+        return {
+            k: ("<redacted>" if _SECRET_KEY.search(str(k)) and v else scrub(v))
+            for k, v in obj.items()
+        }
     if isinstance(obj, list):
         return [scrub(v) for v in obj]
     return obj
@@ -36,19 +48,33 @@ def versions() -> dict[str, str | None]:
 
 
 def usage_totals(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    tot: dict[str, Any] = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
-                           "cost_usd": 0.0, "cost_unknown_calls": 0, "cached_calls": 0,
-                           "retries": 0}
+    tot: dict[str, Any] = {
+        "calls": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "cost_usd": 0.0,
+        "cost_unknown_calls": 0,
+        "cached_calls": 0,
+        "retries": 0,
+    }
     for r in records:
         u = r.get("usage") or {}
-        for k in ("calls", "prompt_tokens", "completion_tokens", "cached_calls", "retries",
-                  "cost_unknown_calls"):
+        for k in (
+            "calls",
+            "prompt_tokens",
+            "completion_tokens",
+            "cached_calls",
+            "retries",
+            "cost_unknown_calls",
+        ):
             tot[k] += int(u.get(k) or 0)
         if u.get("cost_usd") is not None:
             tot["cost_usd"] += float(u["cost_usd"])
     if tot["cost_unknown_calls"]:
-        tot["cost_note"] = (f"{tot['cost_unknown_calls']} calls to models without a known price "
-                            "are not included in cost_usd")
+        tot["cost_note"] = (
+            f"{tot['cost_unknown_calls']} calls to models without a known price "
+            "are not included in cost_usd"
+        )
     return tot
 
 
@@ -83,10 +109,10 @@ def build_summary(
         "usage": usage_totals(recs),
         "prompts": prompts,
         "prompts_note": (
-            "benchmark original prompt files" if prompts and all(
-                p.get("benchmark_original") for p in prompts.values())
+            "benchmark original prompt files"
+            if prompts and all(p.get("benchmark_original") for p in prompts.values())
             else "eqa_runner's own prompt files (not the benchmark's originals): numbers are not "
-                 "strictly paper-comparable; use `python -m eqa_runner.data fetch` + prompts.dir"
+            "strictly paper-comparable; use `python -m eqa_runner.data fetch` + prompts.dir"
         ),
         "versions": versions(),
         "config": scrub(config),
@@ -100,7 +126,8 @@ def build_summary(
     if offline:
         summary["offline_warning"] = (
             f"offline placeholder model(s) used for {', '.join(offline)}: these scores are "
-            "meaningless (smoke run)")
+            "meaningless (smoke run)"
+        )
     if extra:
         summary.update(extra)
     return summary

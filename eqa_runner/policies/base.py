@@ -29,8 +29,9 @@ class Policy(ABC):
     async def predict(self, episode: Episode, ctx: EpisodeContext) -> Prediction:
         """Answer one episode; raise on failure (the run loop records the error)."""
 
-    def estimate_requests(self, episode: Episode, task: Any, prompts_dir: str | None
-                          ) -> list[RequestEstimate]:
+    def estimate_requests(
+        self, episode: Episode, task: Any, prompts_dir: str | None
+    ) -> list[RequestEstimate]:
         """The requests :meth:`predict` would make, for ``run.dry_run`` (no model is called)."""
         return []
 

@@ -38,11 +38,14 @@ class BlindPolicy(Policy):
             offline_reply=f"A: {OFFLINE_TAG} no answer\nExplanation: offline model",
         )
         answer, parsed = parse_blind_answer(c.text)
-        return Prediction(answer=answer, trace={"raw_reply": c.text, "answer_line_found": parsed,
-                                                "params": c.params})
+        return Prediction(
+            answer=answer,
+            trace={"raw_reply": c.text, "answer_line_found": parsed, "params": c.params},
+        )
 
-    def estimate_requests(self, episode: Episode, task: Any, prompts_dir: str | None
-                          ) -> list[RequestEstimate]:
+    def estimate_requests(
+        self, episode: Episode, task: Any, prompts_dir: str | None
+    ) -> list[RequestEstimate]:
         return [RequestEstimate("policy", self._messages(episode, prompts_dir))]
 
     def prompts(self, prompts_dir: str | None) -> dict[str, dict[str, object]]:

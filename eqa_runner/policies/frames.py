@@ -33,8 +33,9 @@ def select_indices(n: int, k: int, strategy: str) -> list[int]:
         idx = list(range(0, n, step))[:k]
     elif strategy == "first_last_middle":
         base = [0, n // 2, n - 1][:k] if k <= 3 else []
-        idx = base or sorted({0, n // 2, n - 1,
-                              *np.round(np.linspace(0, n - 1, k - 3 + 2)).astype(int).tolist()})
+        idx = base or sorted(
+            {0, n // 2, n - 1, *np.round(np.linspace(0, n - 1, k - 3 + 2)).astype(int).tolist()}
+        )
         idx = sorted(set(idx))[:k]
     else:
         raise ValueError(f"policy.strategy={strategy!r}: expected one of {', '.join(STRATEGIES)}")
@@ -44,12 +45,18 @@ def select_indices(n: int, k: int, strategy: str) -> list[int]:
 class FramesPolicy(Policy):
     """Shows K frames of the episode to a VLM with the question."""
 
-    def __init__(self, name: str = "multiframe", num_frames: int = 50,
-                 strategy: str = "linspace", image_size: int | None = 512,
-                 image_format: str = "png") -> None:
+    def __init__(
+        self,
+        name: str = "multiframe",
+        num_frames: int = 50,
+        strategy: str = "linspace",
+        image_size: int | None = 512,
+        image_format: str = "png",
+    ) -> None:
         if strategy not in STRATEGIES:
-            raise ValueError(f"policy.strategy={strategy!r}: expected one of "
-                             f"{', '.join(STRATEGIES)}")
+            raise ValueError(
+                f"policy.strategy={strategy!r}: expected one of {', '.join(STRATEGIES)}"
+            )
         if num_frames < 1:
             raise ValueError(f"policy.num_frames={num_frames}: must be >= 1")
         if image_format not in ("png", "jpeg"):
@@ -72,12 +79,14 @@ class FramesPolicy(Policy):
         idx = select_indices(len(paths), self.num_frames, self.strategy)
         chosen = [paths[i] for i in idx]
         blobs = await asyncio.gather(
-            *(ctx.run_cpu(load_frame, p, self.image_size, self.image_format) for p in chosen))
+            *(ctx.run_cpu(load_frame, p, self.image_size, self.image_format) for p in chosen)
+        )
         mime = mime_of(self.image_format)
         prefix, suffix = self._texts(episode, ctx.prompts_dir)
         images = [ImagePart(b, mime) for b in blobs]
-        c = await ctx.llm.acomplete([user(prefix, *images, suffix)],
-                                    offline_reply=f"{OFFLINE_TAG} answer")
+        c = await ctx.llm.acomplete(
+            [user(prefix, *images, suffix)], offline_reply=f"{OFFLINE_TAG} answer"
+        )
         trace: dict[str, Any] = {
             "num_frames_available": len(paths),
             "frames_requested": self.num_frames,
@@ -87,17 +96,20 @@ class FramesPolicy(Policy):
             "params": c.params,
         }
         if len(paths) < self.num_frames:
-            trace["warning"] = (f"episode has {len(paths)} frames < policy.num_frames="
-                                f"{self.num_frames}; all frames were used once")
+            trace["warning"] = (
+                f"episode has {len(paths)} frames < policy.num_frames="
+                f"{self.num_frames}; all frames were used once"
+            )
         if ctx.artifacts_dir is not None:
             ctx.artifacts_dir.mkdir(parents=True, exist_ok=True)
             ext = "jpg" if self.image_format == "jpeg" else "png"
-            for i, b in zip(idx, blobs):
+            for i, b in zip(idx, blobs, strict=True):
                 (ctx.artifacts_dir / f"frame_{i:05d}.{ext}").write_bytes(b)
         return Prediction(answer=c.text.strip(), trace=trace)
 
-    def estimate_requests(self, episode: Episode, task: Any, prompts_dir: str | None
-                          ) -> list[RequestEstimate]:
+    def estimate_requests(
+        self, episode: Episode, task: Any, prompts_dir: str | None
+    ) -> list[RequestEstimate]:
         paths = task.frames(episode)
         idx = select_indices(len(paths), self.num_frames, self.strategy)
         w, h = image_size(paths[idx[0]])  # frames of one episode share a size

@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 
 
-def bootstrap_ci(values: Sequence[float], *, samples: int = 1000, seed: int = 0,
-                 level: float = 0.95) -> tuple[float | None, float | None]:
+def bootstrap_ci(
+    values: Sequence[float], *, samples: int = 1000, seed: int = 0, level: float = 0.95
+) -> tuple[float | None, float | None]:
     """Percentile bootstrap interval of the mean."""
     x = np.asarray(values, dtype=float)
     if x.size == 0:
@@ -23,8 +24,9 @@ def bootstrap_ci(values: Sequence[float], *, samples: int = 1000, seed: int = 0,
     return float(lo), float(hi)
 
 
-def mean_with_ci(values: Sequence[float], *, scale: float = 1.0, samples: int = 1000,
-                 seed: int = 0) -> dict[str, Any]:
+def mean_with_ci(
+    values: Sequence[float], *, scale: float = 1.0, samples: int = 1000, seed: int = 0
+) -> dict[str, Any]:
     """``{"mean", "ci95": [lo, hi], "n"}`` with values multiplied by ``scale``."""
     vals = [float(v) * scale for v in values]
     if not vals:
@@ -33,14 +35,21 @@ def mean_with_ci(values: Sequence[float], *, scale: float = 1.0, samples: int = 
     return {"mean": float(np.mean(vals)), "ci95": [lo, hi], "n": len(vals)}
 
 
-def breakdown(records: Sequence[dict[str, Any]], key: Callable[[dict[str, Any]], str | None],
-              value: Callable[[dict[str, Any]], float | None], *, scale: float = 1.0,
-              samples: int = 1000, seed: int = 0) -> dict[str, dict[str, Any]]:
+def breakdown(
+    records: Sequence[dict[str, Any]],
+    key: Callable[[dict[str, Any]], str | None],
+    value: Callable[[dict[str, Any]], float | None],
+    *,
+    scale: float = 1.0,
+    samples: int = 1000,
+    seed: int = 0,
+) -> dict[str, dict[str, Any]]:
     """Per-group mean and interval (groups sorted by name); records whose value is None skipped."""
     groups: dict[str, list[float]] = defaultdict(list)
     for r in records:
         g, v = key(r), value(r)
         if g is not None and v is not None:
             groups[g].append(v)
-    return {g: mean_with_ci(groups[g], scale=scale, samples=samples, seed=seed)
-            for g in sorted(groups)}
+    return {
+        g: mean_with_ci(groups[g], scale=scale, samples=samples, seed=seed) for g in sorted(groups)
+    }

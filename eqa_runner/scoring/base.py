@@ -10,8 +10,15 @@ from eqa_runner.llm import LLMClient
 from eqa_runner.policies.base import RequestEstimate
 from eqa_runner.types import Episode, Prediction, Score
 
-JUDGE_LLM_KEYS = ("model", "temperature", "max_tokens", "seed", "api_base", "api_key_env",
-                  "api_key")
+JUDGE_LLM_KEYS = (
+    "model",
+    "temperature",
+    "max_tokens",
+    "seed",
+    "api_base",
+    "api_key_env",
+    "api_key",
+)
 
 
 class Judge(ABC):
@@ -27,13 +34,19 @@ class Judge(ABC):
             raise TypeError(f"judge: unknown option(s) {sorted(unknown)}")
 
     @abstractmethod
-    async def score(self, episode: Episode, prediction: Prediction, llm: LLMClient,
-                    prompts_dir: str | None = None) -> Score:
+    async def score(
+        self,
+        episode: Episode,
+        prediction: Prediction,
+        llm: LLMClient,
+        prompts_dir: str | None = None,
+    ) -> Score:
         """Judge one prediction. An unparsable reply is ``Score(ok=False)``, never a number."""
 
     @abstractmethod
-    def aggregate(self, records: Sequence[dict[str, Any]], *, bootstrap_samples: int = 1000,
-                  seed: int = 0) -> dict[str, Any]:
+    def aggregate(
+        self, records: Sequence[dict[str, Any]], *, bootstrap_samples: int = 1000, seed: int = 0
+    ) -> dict[str, Any]:
         """Headline metrics, breakdowns and intervals from final per-episode records."""
 
     def running_metric(self, metrics: Sequence[dict[str, float]]) -> float | None:
@@ -41,8 +54,7 @@ class Judge(ABC):
         vals = [m[self.headline] for m in metrics if self.headline in m]
         return 100.0 * sum(vals) / len(vals) if vals else None
 
-    def estimate_requests(self, episode: Episode, prompts_dir: str | None
-                          ) -> list[RequestEstimate]:
+    def estimate_requests(self, episode: Episode, prompts_dir: str | None) -> list[RequestEstimate]:
         return []
 
     def prompts(self, prompts_dir: str | None) -> dict[str, dict[str, object]]:

@@ -19,8 +19,12 @@ log = logging.getLogger(__name__)
 PROMPT, PROMPT_EXTRA = "mmbench", "mmbench-extra"
 REASK = "Reply with only your mark: one whole number from 1 to 5."
 _TAGGED = re.compile(
-    r"(?:your\s+)?(?:mark|score|rating|grade)\s*(?:is)?\s*[:=\-]?\s*\**\s*(\d+(?:\.\d+)?)"
-    r"(?:\s*(?:/|out\s+of)\s*5)?", re.I)
+    r"(?<![a-z])(?:your\s+)?(?:mark|score|rating|grade)\s*(?:is)?\s*[:=\-]?\s*\**\s*"
+    r"(\d+(?:\.\d+)?)"  # the mark
+    r"(?:\s*(?:/|out\s+of)\s*(\d+))?"  # an optional scale ("/5", "out of 10")
+    r"([ \t]*(?:-|\u2013|to|or)[ \t]*\d)?",  # a hedge ("3-4", "3 or 4")
+    re.I,
+)
 _OVER5 = re.compile(r"\b(\d+(?:\.\d+)?)\s*(?:/|out\s+of)\s*5\b", re.I)
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.]*\d)")
 
@@ -44,10 +48,16 @@ def parse_mark(reply: str | None) -> int | None:
         return _as_mark(text.rstrip("."))
     tagged = _TAGGED.findall(text)
     if tagged:
-        return _as_mark(tagged[-1])
+        mark, scale, hedge = tagged[-1]
+        if hedge or (scale and scale != "5"):
+            return None
+        return _as_mark(mark)
     over5 = _OVER5.findall(text)
     if over5:
         return _as_mark(over5[-1])
+    first = re.fullmatch(r"[*`#\s]*(\d)[.*`\s]*", text.splitlines()[0])
+    if first:  # a bare mark on the first line, explanation below
+        return _as_mark(first.group(1))
     numbers = set(_NUMBER.findall(text))
     if len(numbers) == 1:
         return _as_mark(numbers.pop())
@@ -68,8 +78,13 @@ class LLMMatchJudge(Judge):
     name = "llm_match"
     headline = "llm_match"
 
-    def __init__(self, name: str = "llm_match", strip_after_last_period: bool = True,
-                 reask_unparsable: bool = True, **llm: Any) -> None:
+    def __init__(
+        self,
+        name: str = "llm_match",
+        strip_after_last_period: bool = True,
+        reask_unparsable: bool = True,
+        **llm: Any,
+    ) -> None:
         super().__init__(**llm)
         self.name = name
         self.strip = strip_after_last_period
@@ -82,21 +97,35 @@ class LLMMatchJudge(Judge):
         cut = strip_after_last_period(prediction)
         return cut, cut != prediction
 
-    def _messages(self, episode: Episode, prediction: str, prompts_dir: str | None
-                  ) -> list[dict[str, Any]]:
+    def _messages(
+        self, episode: Episode, prediction: str, prompts_dir: str | None
+    ) -> list[dict[str, Any]]:
         extra = episode.extra_answers
         prompt = load_prompt("openeqa", PROMPT_EXTRA if extra else PROMPT, prompts_dir)
-        text = prompt.format(question=episode.question, answer=episode.answer,
-                             prediction=prediction, extra_answers=extra)
+        text = prompt.format(
+            question=episode.question,
+            answer=episode.answer,
+            prediction=prediction,
+            extra_answers=extra,
+        )
         return [user(text)]
 
-    async def score(self, episode: Episode, prediction: Prediction, llm: LLMClient,
-                    prompts_dir: str | None = None) -> Score:
+    async def score(
+        self,
+        episode: Episode,
+        prediction: Prediction,
+        llm: LLMClient,
+        prompts_dir: str | None = None,
+    ) -> Score:
         answer = prediction.answer or ""
         shown, changed = self.prepare(episode, answer)
         if changed:
-            log.info("%s: prediction cut after its last period: %r -> %r",
-                     episode.episode_id, answer, shown)
+            log.info(
+                "%s: prediction cut after its last period: %r -> %r",
+                episode.episode_id,
+                answer,
+                shown,
+            )
         messages = self._messages(episode, shown, prompts_dir)
         offline = f"Your mark: 3 {OFFLINE_TAG}"
         c = await llm.acomplete(messages, offline_reply=offline)
@@ -112,28 +141,30 @@ class LLMMatchJudge(Judge):
             metrics["prediction_cut"] = 1.0
         return Score(ok=True, raw=raw, metrics=metrics)
 
-    def aggregate(self, records: Sequence[dict[str, Any]], *, bootstrap_samples: int = 1000,
-                  seed: int = 0) -> dict[str, Any]:
+    def aggregate(
+        self, records: Sequence[dict[str, Any]], *, bootstrap_samples: int = 1000, seed: int = 0
+    ) -> dict[str, Any]:
         scored = [r for r in records if r.get("status") == "ok" and r.get("judge_ok")]
         vals = [r["metrics"]["llm_match"] for r in scored]
         kw = {"scale": 100.0, "samples": bootstrap_samples, "seed": seed}
         return {
             "headline": {"llm_match": mean_with_ci(vals, **kw)},
             "metric_note": "llm_match: OpenEQA LLM-Match in percent, mean of 100*(s-1)/4 over "
-                           "episodes with a parsable judgement",
-            "by_category": breakdown(scored, lambda r: r.get("category"),
-                                     lambda r: r["metrics"]["llm_match"], **kw),
-            "by_subset": breakdown(scored, lambda r: r.get("subset"),
-                                   lambda r: r["metrics"]["llm_match"], **kw),
-            "score_histogram": {str(s): sum(1 for r in scored
-                                            if r["metrics"]["score_1to5"] == s)
-                                for s in range(1, 6)},
+            "episodes with a parsable judgement",
+            "by_category": breakdown(
+                scored, lambda r: r.get("category"), lambda r: r["metrics"]["llm_match"], **kw
+            ),
+            "by_subset": breakdown(
+                scored, lambda r: r.get("subset"), lambda r: r["metrics"]["llm_match"], **kw
+            ),
+            "score_histogram": {
+                str(s): sum(1 for r in scored if r["metrics"]["score_1to5"] == s)
+                for s in range(1, 6)
+            },
         }
 
-    def estimate_requests(self, episode: Episode, prompts_dir: str | None
-                          ) -> list[RequestEstimate]:
+    def estimate_requests(self, episode: Episode, prompts_dir: str | None) -> list[RequestEstimate]:
         return [RequestEstimate("judge", self._messages(episode, episode.answer, prompts_dir))]
 
     def prompts(self, prompts_dir: str | None) -> dict[str, dict[str, object]]:
-        return {n: load_prompt("openeqa", n, prompts_dir).record()
-                for n in (PROMPT, PROMPT_EXTRA)}
+        return {n: load_prompt("openeqa", n, prompts_dir).record() for n in (PROMPT, PROMPT_EXTRA)}

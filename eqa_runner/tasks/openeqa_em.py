@@ -42,6 +42,8 @@ def natural_key(name: str) -> list[Any]:
 
 def is_rgb_frame(name: str) -> bool:
     p = PurePosixPath(name)
+    if name.startswith("."):  # hidden files, e.g. macOS "._00000-rgb.png" resource forks
+        return False
     return p.suffix.lower() in IMAGE_EXTS and not _NON_RGB.search(p.stem)
 
 
@@ -104,8 +106,9 @@ def load_questions(path: Path, *, allow_unknown_categories: bool = False) -> lis
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise DataError(f"{path}: not valid JSON ({e}). Re-download or fix the file.") from None
     if not isinstance(data, list):
-        raise DataError(f"{path}: expected a JSON list of question records, got "
-                        f"{type(data).__name__}.")
+        raise DataError(
+            f"{path}: expected a JSON list of question records, got {type(data).__name__}."
+        )
     episodes: list[Episode] = []
     seen: dict[str, int] = {}
     for i, rec in enumerate(data):
@@ -119,13 +122,17 @@ def load_questions(path: Path, *, allow_unknown_categories: bool = False) -> lis
             raise DataError(f"{where}: missing field(s) {names}.")
         eid = str(values["episode_id"])
         if eid in seen:
-            raise DataError(f"{where}: duplicate question id {eid!r} (also record {seen[eid]}). "
-                            "Ids must be unique.")
+            raise DataError(
+                f"{where}: duplicate question id {eid!r} (also record {seen[eid]}). "
+                "Ids must be unique."
+            )
         seen[eid] = i
         category = str(values["category"]).strip().lower()
         if category not in CATEGORIES and not allow_unknown_categories:
-            raise DataError(f"{where}: unknown category {values['category']!r}; expected one of "
-                            f"{', '.join(CATEGORIES)} (or set task.allow_unknown_categories=true).")
+            raise DataError(
+                f"{where}: unknown category {values['category']!r}; expected one of "
+                f"{', '.join(CATEGORIES)} (or set task.allow_unknown_categories=true)."
+            )
         history = str(safe_relative(str(values["scene"]), where=where))
         extra = rec.get("extra_answers") or []
         if not isinstance(extra, list):
@@ -163,8 +170,9 @@ class OpenEQATask(Task):
         self.name = name
         self.policies = tuple(policies)
         self.data_dir = Path(data_dir)
-        self.questions_file = Path(questions_file) if questions_file else (
-            self.data_dir / QUESTIONS_FILE)
+        self.questions_file = (
+            Path(questions_file) if questions_file else (self.data_dir / QUESTIONS_FILE)
+        )
         self.episodes_dir = Path(episodes_dir) if episodes_dir else self.data_dir / "episodes"
         if split not in ("all", "val", "test"):
             raise DataError(f"task.split={split!r}: OpenEQA has no official split; use all.")
@@ -177,8 +185,9 @@ class OpenEQATask(Task):
         self.allow_unknown_categories = allow_unknown_categories
 
     def load_episodes(self) -> list[Episode]:
-        eps = load_questions(self.questions_file,
-                             allow_unknown_categories=self.allow_unknown_categories)
+        eps = load_questions(
+            self.questions_file, allow_unknown_categories=self.allow_unknown_categories
+        )
         if self.subset:
             eps = [e for e in eps if e.meta["subset"] == self.subset]
         if self.categories:
@@ -194,9 +203,11 @@ class OpenEQATask(Task):
         frames = list_frames(d)
         if not frames:
             what = "missing" if not d.exists() else "has no RGB frames"
-            raise DataError(f"episode {episode.episode_id}: frame folder {d} {what}. Stage it "
-                            "with `python -m eqa_runner.data fetch openeqa` or check "
-                            "task.episodes_dir.")
+            raise DataError(
+                f"episode {episode.episode_id}: frame folder {d} {what}. Stage it "
+                "with `python -m eqa_runner.data fetch openeqa` or check "
+                "task.episodes_dir."
+            )
         return frames
 
     def check(self, episodes: Sequence[Episode]) -> list[str]:
@@ -211,6 +222,10 @@ class OpenEQATask(Task):
         digest = None
         if self.questions_file.exists():
             digest = hashlib.sha256(self.questions_file.read_bytes()).hexdigest()
-        return {"name": self.name, "data_dir": str(self.data_dir),
-                "questions_file": str(self.questions_file), "questions_sha256": digest,
-                "subset": self.subset}
+        return {
+            "name": self.name,
+            "data_dir": str(self.data_dir),
+            "questions_file": str(self.questions_file),
+            "questions_sha256": digest,
+            "subset": self.subset,
+        }

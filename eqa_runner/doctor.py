@@ -1,0 +1,176 @@
+"""``python -m eqa_runner.doctor [--sim mesh|habitat]``: preflight checks.
+
+Prints versions, simulator / EGL status, which provider API keys are set (names only, never
+values) and which data directories were found. Exit code 1 when the selected simulator cannot
+run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+from importlib import metadata
+from pathlib import Path
+
+PACKAGES = [
+    "hydra-core",
+    "omegaconf",
+    "litellm",
+    "numpy",
+    "open3d",
+    "scikit-image",
+    "pandas",
+    "submitit",
+    "pillow",
+]
+KEY_NAMES = [
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "AZURE_API_KEY",
+    "MISTRAL_API_KEY",
+    "TOGETHERAI_API_KEY",
+    "GROQ_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "OPENROUTER_API_KEY",
+    "XAI_API_KEY",
+    "HUGGINGFACE_API_KEY",
+    "AWS_ACCESS_KEY_ID",
+]
+DATA_DIRS = {
+    "openeqa": ("OPENEQA_DATA_DIR", "data/openeqa"),
+    "express": ("EXPRESS_DATA_DIR", "data/express"),
+}
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def check_open3d() -> tuple[bool, str]:
+    try:
+        import open3d as o3d
+
+        scene = o3d.t.geometry.RaycastingScene()
+        del scene
+        return True, f"open3d {o3d.__version__} import + RaycastingScene OK"
+    except Exception as exc:  # noqa: BLE001 - report anything
+        hint = " (Debian/Ubuntu: apt-get install libusb-1.0-0)" if "libusb" in str(exc) else ""
+        return False, f"open3d unusable: {type(exc).__name__}: {exc}{hint}"
+
+
+def check_mesh_sim() -> tuple[bool, str]:
+    """Render one frame of a tiny procedural scene with the mesh backend."""
+    ok, msg = check_open3d()
+    if not ok:
+        return ok, msg
+    try:
+        import numpy as np
+
+        from eqa_runner.sim import geometry as geo
+        from eqa_runner.sim.mesh import MeshSimulator
+        from eqa_runner.sim.procedural import generate_apartment
+
+        apt = generate_apartment(0, n_rooms=4)
+        sim = MeshSimulator(width=64, height=64)
+        sim.load_arrays(apt.mesh_data())
+        p = sim.random_navigable_point(np.random.default_rng(0))
+        sim.set_agent_pose(p, geo.yaw_to_quat(0.0))
+        obs = sim.observe()
+        sim.close()
+        return True, f"mesh simulator OK ({msg}; rendered {obs.rgb.shape[1]}x{obs.rgb.shape[0]})"
+    except Exception as exc:  # noqa: BLE001
+        return False, f"mesh simulator failed: {type(exc).__name__}: {exc}"
+
+
+def check_habitat(gpu_device_id: int) -> tuple[bool, list[str]]:
+    """habitat-sim version, EGL devices and whether a tiny simulator can be created."""
+    from eqa_runner.sim.habitat import INSTALL_HINT, cuda_visible_devices, egl_devices
+
+    lines = [
+        f"EGL render nodes: {', '.join(egl_devices()) or 'none under /dev/dri'}",
+        f"CUDA_VISIBLE_DEVICES={cuda_visible_devices()!r}; gpu_device_id={gpu_device_id}",
+    ]
+    ver = _version("habitat-sim") or _version("habitat_sim")
+    try:
+        import habitat_sim
+    except ImportError as exc:
+        lines.insert(0, f"habitat-sim not importable ({exc}); install: {INSTALL_HINT}")
+        return False, lines
+    lines.insert(0, f"habitat-sim {getattr(habitat_sim, '__version__', ver)}")
+    try:
+        sim_cfg = habitat_sim.SimulatorConfiguration()
+        sim_cfg.scene_id = "NONE"
+        sim_cfg.gpu_device_id = gpu_device_id
+        spec = habitat_sim.CameraSensorSpec()
+        spec.uuid = "color_sensor"
+        spec.sensor_type = habitat_sim.SensorType.COLOR
+        spec.resolution = [32, 32]
+        agent_cfg = habitat_sim.agent.AgentConfiguration()
+        agent_cfg.sensor_specifications = [spec]
+        sim = habitat_sim.Simulator(habitat_sim.Configuration(sim_cfg, [agent_cfg]))
+        sim.get_sensor_observations()
+        sim.close()
+        lines.append("tiny habitat-sim simulator created and rendered OK")
+        return True, lines
+    except Exception as exc:  # noqa: BLE001
+        lines.append(f"could not create a habitat-sim simulator: {type(exc).__name__}: {exc}")
+        return False, lines
+
+
+def data_dirs(root: Path) -> list[str]:
+    out = []
+    for name, (env, default) in DATA_DIRS.items():
+        val = os.environ.get(env)
+        path = Path(val) if val else root / default
+        src = f"${env}" if val else "default"
+        out.append(f"{name}: {path} ({src}) {'found' if path.is_dir() else 'MISSING'}")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m eqa_runner.doctor", description=__doc__)
+    ap.add_argument(
+        "--sim",
+        choices=["mesh", "habitat"],
+        default="mesh",
+        help="simulator configuration to check (exit 1 if it cannot run)",
+    )
+    ap.add_argument(
+        "--gpu-device-id", type=int, default=int(os.environ.get("EQA_GPU_DEVICE_ID", "0"))
+    )
+    ap.add_argument("--root", type=Path, default=Path.cwd(), help="where data/ is looked up")
+    args = ap.parse_args(argv)
+
+    print(f"python {platform.python_version()} ({sys.executable})")
+    for dist in PACKAGES:
+        print(f"  {dist:14s} {_version(dist) or 'NOT INSTALLED'}")
+    o3d_ok, o3d_msg = check_open3d()
+    print(f"open3d: {o3d_msg}")
+    hab_ok, hab_lines = check_habitat(args.gpu_device_id) if args.sim == "habitat" else (None, [])
+    if args.sim != "habitat":
+        ver = _version("habitat-sim")
+        print(f"habitat-sim: {ver or 'not installed'} (not selected; check with --sim habitat)")
+    for line in hab_lines:
+        print(f"habitat: {line}")
+    keys = [k for k in KEY_NAMES if os.environ.get(k)]
+    print(f"API keys set: {', '.join(keys) if keys else 'none'}")
+    for line in data_dirs(args.root):
+        print(f"data: {line}")
+    if args.sim == "mesh":
+        ok, msg = check_mesh_sim()
+        print(f"sim=mesh: {msg}")
+    else:
+        ok = bool(hab_ok)
+    print(f"selected sim={args.sim}: {'OK' if ok else 'CANNOT RUN'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,74 @@
+"""Shared fixtures: config composition, the local model server, synthetic data."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from omegaconf import DictConfig
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+ROOT = Path(__file__).resolve().parents[1]
+CONF = ROOT / "conf"
+
+
+@pytest.fixture
+def compose_cfg(tmp_path: Path):
+    """Compose the real config tree with overrides; outputs and the model cache in tmp_path."""
+    from eqa_runner.schema import register_configs
+
+    register_configs()
+
+    def _compose(overrides: list[str] = (), *, out: Path | None = None) -> DictConfig:
+        GlobalHydra.instance().clear()
+        with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+            cfg = compose(
+                "config",
+                overrides=[
+                    f"run.output_dir={out or tmp_path / 'run'}",
+                    f"run.cache_dir={tmp_path / 'cache'}",
+                    "run.progress=false",
+                    *overrides,
+                ],
+            )
+        GlobalHydra.instance().clear()
+        return cfg
+
+    yield _compose
+    GlobalHydra.instance().clear()
+
+
+@pytest.fixture
+def llm_server() -> Iterator:
+    """A fresh scriptable OpenAI-compatible server on 127.0.0.1."""
+    from eqa_runner.testing.llm_server import LLMTestServer
+
+    with LLMTestServer() as srv:
+        yield srv
+
+
+def server_overrides(
+    srv, *, policy_model: str = "test-model", judge_model: str = "test-judge"
+) -> list[str]:
+    """Overrides pointing both the policy's and the judge's model at the test server."""
+    return [
+        f"llm.model=openai/{policy_model}",
+        f"llm.api_base={srv.url}",
+        f"judge.model=openai/{judge_model}",
+        f"judge.api_base={srv.url}",
+        "llm.backoff_base_s=0.05",
+        "llm.backoff_max_s=0.5",
+        "llm.timeout_s=10",
+    ]
+
+
+@pytest.fixture
+def openeqa_data(tmp_path: Path) -> Path:
+    from tests.helpers.datasets import make_openeqa_dataset
+
+    return make_openeqa_dataset(tmp_path / "data", n_questions=20)
