@@ -32,11 +32,13 @@ def select_indices(n: int, k: int, strategy: str) -> list[int]:
         step = max(1, n // k)
         idx = list(range(0, n, step))[:k]
     elif strategy == "first_last_middle":
-        base = [0, n // 2, n - 1][:k] if k <= 3 else []
-        idx = base or sorted(
-            {0, n // 2, n - 1, *np.round(np.linspace(0, n - 1, k - 3 + 2)).astype(int).tolist()}
-        )
-        idx = sorted(set(idx))[:k]
+        anchors = {1: [n // 2], 2: [0, n - 1]}.get(k, [0, n // 2, n - 1])
+        chosen = set(anchors)
+        while len(chosen) < k:  # k <= n, so a gap of >= 2 exists until k frames are chosen
+            pts = sorted(chosen)
+            _, a, b = max((b - a, a, b) for a, b in zip(pts, pts[1:], strict=False))
+            chosen.add((a + b) // 2)  # fill the widest gap: extra frames spread evenly
+        idx = sorted(chosen)
     else:
         raise ValueError(f"policy.strategy={strategy!r}: expected one of {', '.join(STRATEGIES)}")
     return sorted(set(int(i) for i in idx))

@@ -96,7 +96,7 @@ def subset_of_history(history: str) -> str:
 def load_questions(path: Path, *, allow_unknown_categories: bool = False) -> list[Episode]:
     """Parse an OpenEQA-format question file into episodes (tolerant field aliases)."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(Path(path).read_text(encoding="utf-8-sig"))
     except FileNotFoundError:
         raise DataError(
             f"{path}: question file not found. Set task.data_dir / task.questions_file, or stage "

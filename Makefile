@@ -1,0 +1,33 @@
+# eqa_runner developer commands. `make help` lists them.
+PY := .venv/bin/python
+DEMO ?= data/demo
+
+.PHONY: help setup demo test test-fast lint format bench clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+setup:  ## venv + package + system library (idempotent)
+	@bash scripts/setup.sh
+
+demo: setup  ## write the offline demo data and run the main job on it (no network)
+	$(PY) -m eqa_runner.demo $(DEMO)
+	$(PY) -m eqa_runner task=openeqa_em policy=multiframe llm=offline judge.model=offline task.data_dir=$(DEMO)/openeqa
+
+test: setup  ## the whole test suite (slow tests included; slurm tests need SLURM_CONF)
+	$(PY) -m pytest
+
+test-fast: setup  ## the suite without slow tests
+	$(PY) -m pytest -m "not slow"
+
+lint:  ## ruff lint + format check
+	$(PY) -m ruff check . && $(PY) -m ruff format --check .
+
+format:  ## ruff format + autofix
+	$(PY) -m ruff format . && $(PY) -m ruff check --fix .
+
+bench: setup  ## run the benchmarks (results: docs/benchmarks.md)
+	$(PY) bench/frame_pipeline.py && $(PY) bench/run_loop.py && $(PY) bench/startup.py
+
+clean:  ## remove outputs and caches (keeps data/)
+	rm -rf outputs multirun .cache .pytest_cache .ruff_cache

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# One-time set-up on a fresh machine: system library for open3d, a venv, the package + dev tools.
+# Idempotent: re-running only installs what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# open3d needs libusb-1.0 at import time (Debian/Ubuntu package libusb-1.0-0).
+if ! ldconfig -p 2>/dev/null | grep -q "libusb-1.0.so.0"; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null && SUDO="sudo"
+  if command -v apt-get >/dev/null; then
+    $SUDO apt-get install -y -qq libusb-1.0-0 >/dev/null 2>&1 || {
+      $SUDO apt-get update -qq >/dev/null && $SUDO apt-get install -y -qq libusb-1.0-0 >/dev/null; }
+  else
+    echo "setup: please install libusb-1.0 (needed by open3d) with your package manager" >&2
+  fi
+fi
+
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+if ! .venv/bin/python -c "import eqa_runner, litellm, open3d, hydra" >/dev/null 2>&1 \
+   || [ constraints.txt -nt .venv/.installed ]; then
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -c constraints.txt -e ".[dev]"
+  touch .venv/.installed
+fi
+echo "setup: ok ($(.venv/bin/python --version))"

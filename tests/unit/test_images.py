@@ -1,0 +1,125 @@
+"""Frame decode -> resize -> encode and its guards."""
+
+from __future__ import annotations
+
+import io
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from eqa_runner.images import FrameError, image_size, load_frame, mime_of, resized_size
+
+
+def gradient(w: int, h: int) -> Image.Image:
+    x = np.linspace(0, 255, w, dtype=np.uint8)[None, :].repeat(h, 0)
+    return Image.fromarray(np.stack([x, x[:, ::-1], np.full_like(x, 90)], -1), "RGB")
+
+
+@pytest.fixture(scope="module")
+def hd_png(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    p = tmp_path_factory.mktemp("img") / "00000-rgb.png"
+    gradient(1920, 1080).save(p, compress_level=1)
+    return p
+
+
+def decode(blob: bytes) -> Image.Image:
+    im = Image.open(io.BytesIO(blob))
+    im.load()
+    return im
+
+
+@pytest.mark.parametrize("fmt,pil", [("png", "PNG"), ("jpeg", "JPEG")])
+def test_hd_frame_resized_to_512(hd_png: Path, fmt: str, pil: str) -> None:
+    im = decode(load_frame(hd_png, 512, fmt))
+    assert im.format == pil
+    assert im.size == (512, 288)
+    assert im.mode == "RGB"
+    # content survives: the red channel still ramps left to right
+    arr = np.asarray(im)
+    assert arr[:, :10, 0].mean() < 40 and arr[:, -10:, 0].mean() > 215
+
+
+def test_jpeg_input_and_portrait(tmp_path: Path) -> None:
+    p = tmp_path / "frame_1.jpg"
+    gradient(968, 1296).save(p, quality=90)
+    assert decode(load_frame(p, 512, "png")).size == (382, 512)
+
+
+def test_no_resize_and_no_upscale(tmp_path: Path) -> None:
+    p = tmp_path / "small.png"
+    gradient(300, 200).save(p)
+    assert decode(load_frame(p, None)).size == (300, 200)
+    assert decode(load_frame(p, 600)).size == (300, 200)  # smaller frames are not upscaled
+
+
+def test_non_rgb_modes_converted(tmp_path: Path) -> None:
+    p = tmp_path / "rgba.png"
+    gradient(64, 32).convert("RGBA").save(p)
+    assert decode(load_frame(p, 32)).mode == "RGB"
+
+
+def test_resized_size_and_helpers(hd_png: Path) -> None:
+    assert resized_size(1920, 1080, 512) == (512, 288)
+    assert resized_size(1296, 968, 512) == (512, 382)
+    assert resized_size(1000, 1, 10) == (10, 1)  # never 0
+    assert resized_size(640, 480, None) == (640, 480)
+    assert resized_size(400, 300, 512) == (400, 300)
+    assert image_size(hd_png) == (1920, 1080)
+    assert mime_of("jpeg") == "image/jpeg" and mime_of("png") == "image/png"
+
+
+def test_bad_output_format(hd_png: Path) -> None:
+    with pytest.raises(FrameError, match="image_format"):
+        load_frame(hd_png, 64, "gif")
+
+
+def test_zero_byte(tmp_path: Path) -> None:
+    p = tmp_path / "00003-rgb.png"
+    p.write_bytes(b"")
+    with pytest.raises(FrameError, match="empty") as e:
+        load_frame(p)
+    assert str(p) in str(e.value)
+
+
+def test_truncated_png(tmp_path: Path, hd_png: Path) -> None:
+    p = tmp_path / "00004-rgb.png"
+    p.write_bytes(hd_png.read_bytes()[:5000])
+    with pytest.raises(FrameError) as e:
+        load_frame(p)
+    assert str(p) in str(e.value)
+
+
+def test_text_named_png(tmp_path: Path) -> None:
+    p = tmp_path / "00005-rgb.png"
+    p.write_text("version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 12\n")
+    with pytest.raises(FrameError, match="cannot decode") as e:
+        load_frame(p)
+    assert str(p) in str(e.value)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    p = tmp_path / "gone.png"
+    with pytest.raises(FrameError) as e:
+        load_frame(p)
+    assert str(p) in str(e.value)
+
+
+@pytest.mark.filterwarnings("ignore::PIL.Image.DecompressionBombWarning")
+def test_huge_png_refused_before_decoding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    p = tmp_path / "bomb.png"
+    Image.new("1", (10000, 10000)).save(p)  # 1-bit, compresses to a few kB
+    assert p.stat().st_size < 200_000
+
+    def no_decode(self: Image.Image, *a: object, **k: object) -> None:
+        raise AssertionError("pixels must not be decoded")
+
+    monkeypatch.setattr(Image.Image, "load", no_decode)
+    monkeypatch.setattr(Image.Image, "convert", no_decode)
+    t0 = time.perf_counter()
+    with pytest.raises(FrameError, match="pixel") as e:
+        load_frame(p)
+    assert time.perf_counter() - t0 < 1.0
+    assert str(p) in str(e.value) and "10000x10000" in str(e.value)
