@@ -27,6 +27,7 @@ class EpisodeContext:
     task: Any
     prompts_dir: str | None = None
     artifacts_dir: Path | None = None
+    run_dir: Path | None = None  # the run directory (files the judge / rejudge read live here)
     resources: dict[str, Any] = field(default_factory=dict)  # e.g. simulator, stop model
 
     async def run_cpu(self, fn: Callable[..., T], *args: Any) -> T:

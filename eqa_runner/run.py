@@ -208,6 +208,7 @@ async def run_episode(
         task=task,
         prompts_dir=cfg.prompts.dir,
         artifacts_dir=art,
+        run_dir=out_dir,
         resources=resources,
     )
     stage = "policy"

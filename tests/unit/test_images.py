@@ -123,3 +123,17 @@ def test_huge_png_refused_before_decoding(tmp_path: Path, monkeypatch: pytest.Mo
         load_frame(p)
     assert time.perf_counter() - t0 < 1.0
     assert str(p) in str(e.value) and "10000x10000" in str(e.value)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (37, 53), (288, 512)])
+def test_encode_png_is_lossless(shape):
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from eqa_runner.images import encode_png
+
+    a = np.random.default_rng(shape[0]).integers(0, 256, (*shape, 3), dtype=np.uint8)
+    back = np.asarray(Image.open(io.BytesIO(encode_png(a))).convert("RGB"))
+    assert np.array_equal(back, a)
