@@ -1,0 +1,1 @@
+"""Simulator backends (``sim=mesh|habitat``); see docs/simulators.md."""

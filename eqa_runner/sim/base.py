@@ -1,0 +1,172 @@
+"""The simulator interface shared by all backends (no heavy imports here)."""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class SensorSpec:
+    """One RGB-D camera mounted on the agent (EXPRESS defaults)."""
+
+    width: int = 512
+    height: int = 512
+    hfov_deg: float = 90.0
+    sensor_height_m: float = 1.5
+    tilt_deg: float = 0.0
+
+
+@dataclass(frozen=True)
+class Observation:
+    """An RGB-D frame.
+
+    ``rgb`` (H, W, 3) uint8; ``depth`` (H, W) float32 metres along the optical axis, 0 where
+    nothing was hit; ``cam_to_world`` 4x4 in the habitat frame with the habitat/OpenGL camera
+    convention (looks along -z, y up); ``intrinsics`` 3x3.
+    """
+
+    rgb: np.ndarray
+    depth: np.ndarray
+    cam_to_world: np.ndarray
+    intrinsics: np.ndarray
+
+
+@dataclass(frozen=True)
+class SceneSpec:
+    """Where a scene's files are."""
+
+    scene_id: str
+    mesh_path: Path
+    navmesh_path: Path | None = None
+    dataset_config: Path | None = None
+
+
+class Simulator(ABC):
+    """A scene plus one agent with one RGB-D sensor; all positions in the habitat frame."""
+
+    sensor: SensorSpec
+
+    @abstractmethod
+    def load_scene(self, scene: SceneSpec, *, start_position=None) -> None:
+        """Load ``scene`` (no-op when already loaded); ``start_position`` picks the floor."""
+
+    @abstractmethod
+    def set_agent_pose(self, position, rotation_wxyz) -> None:
+        """Place the agent base (on the floor) with a (w, x, y, z) quaternion."""
+
+    @abstractmethod
+    def agent_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        """(position (3,), rotation (w, x, y, z))."""
+
+    @abstractmethod
+    def observe(self) -> Observation:
+        """Render the sensor at the current agent pose."""
+
+    @abstractmethod
+    def snap_point(self, p) -> np.ndarray:
+        """Closest navigable point; a NaN vector when nothing navigable is near."""
+
+    @abstractmethod
+    def random_navigable_point_near(self, p, radius: float, rng: np.random.Generator):
+        """A navigable point within ``radius`` of ``p`` reachable from it (NaN on failure)."""
+
+    @abstractmethod
+    def geodesic_distance(self, a, b) -> float:
+        """Shortest navigable path length; ``inf`` when unreachable."""
+
+    @abstractmethod
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Navmesh bounds (lower, upper) in the habitat frame."""
+
+    @abstractmethod
+    def is_navigable(self, p) -> bool:
+        """Whether ``p`` lies on the navigable surface."""
+
+    def scene_area(self) -> float:
+        """x-z area of the navmesh bounds (EXPRESS step budget = int(sqrt(area) * 3))."""
+        lo, hi = self.bounds()
+        return float(abs((hi[0] - lo[0]) * (hi[2] - lo[2])))
+
+    @abstractmethod
+    def resolve_scene(self, scenes_dir: Path, scene_id: str) -> SceneSpec:
+        """Find a scene's files; raises FileNotFoundError naming the paths tried."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release resources."""
+
+    def __enter__(self) -> Simulator:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+# ----------------------------------------------------------------------------- scene lookup
+
+_SCENE_DIR_RE = re.compile(r"^(\d{5})-([A-Za-z0-9_]+)$")
+SPLITS = ("val", "train", "minival", "test")
+
+
+def parse_scene_id(scene_id: str) -> tuple[str | None, str, str]:
+    """Split an HM3D-style id into (split or None, 'NNNNN-hash' directory, 'hash').
+
+    Accepts ``hm3d/val/00800-TEEsavR23oF``, ``val/00800-TEEsavR23oF``, ``00800-TEEsavR23oF``
+    (a trailing file name such as ``TEEsavR23oF.basis.glb`` is ignored).
+    """
+    parts = [p for p in str(scene_id).replace("\\", "/").split("/") if p]
+    idx = next((i for i in range(len(parts) - 1, -1, -1) if _SCENE_DIR_RE.match(parts[i])), None)
+    if idx is None:
+        raise ValueError(f"not an HM3D-style scene id (expected NNNNN-<hash>): {scene_id!r}")
+    dirname = parts[idx]
+    split = parts[idx - 1] if idx >= 1 and parts[idx - 1] in SPLITS else None
+    return split, dirname, _SCENE_DIR_RE.match(dirname).group(2)  # type: ignore[union-attr]
+
+
+def scene_candidates(scenes_dir: Path, scene_id: str, suffixes: Iterable[str]) -> list[Path]:
+    """Candidate files of a scene, in lookup order (split layout, flat pool, hm3d/ subdir)."""
+    scenes_dir = Path(scenes_dir)
+    split, dirname, hash_ = parse_scene_id(scene_id)
+    splits = [split] if split else list(SPLITS)
+    roots = [scenes_dir, scenes_dir / "hm3d"]
+    dirs: list[Path] = []
+    for root in roots:
+        dirs += [root / s / dirname for s in splits]
+        dirs.append(root / dirname)
+    out: list[Path] = []
+    for d in dirs:
+        for suf in suffixes:
+            out.append(d / f"{hash_}{suf}")
+    return out
+
+
+def find_scene_file(scenes_dir: Path, scene_id: str, suffixes: Iterable[str]) -> Path:
+    """The first existing candidate; FileNotFoundError naming every path tried otherwise."""
+    direct = Path(scene_id)
+    if direct.suffix and direct.is_file():
+        return direct
+    if direct.suffix and (Path(scenes_dir) / direct).is_file():
+        return Path(scenes_dir) / direct
+    tried = scene_candidates(scenes_dir, scene_id, suffixes)
+    for p in tried:
+        if p.is_file():
+            return p
+    listing = "\n  ".join(str(p) for p in tried)
+    raise FileNotFoundError(f"scene {scene_id!r} not found under {scenes_dir}; tried:\n  {listing}")
+
+
+def as_vec3(p) -> np.ndarray:
+    """A float64 (3,) copy of ``p``."""
+    a = np.asarray(p, dtype=np.float64).reshape(-1)
+    if a.shape != (3,):
+        raise ValueError(f"expected a 3-vector, got shape {a.shape}")
+    return a.copy()
+
+
+NAN3 = np.full(3, np.nan)

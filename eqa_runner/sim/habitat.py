@@ -1,0 +1,300 @@
+"""``sim=habitat``: habitat-sim 0.3.x behind the :class:`Simulator` interface.
+
+habitat-sim is imported lazily (it is a conda package, not on PyPI). One ``habitat_sim.Simulator``
+per process is reused across episodes and reconfigured only when the scene changes. Every call
+into habitat-sim runs on one dedicated thread owned by this object (the GL context and the
+pathfinder are not thread-safe), so the public methods may be called from any thread.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eqa_runner.sim import geometry as geo
+from eqa_runner.sim.base import (
+    NAN3,
+    Observation,
+    SceneSpec,
+    SensorSpec,
+    Simulator,
+    as_vec3,
+    find_scene_file,
+)
+
+INSTALL_HINT = "conda install habitat-sim=0.3 withbullet headless -c conda-forge -c aihabitat"
+HABITAT_SUFFIXES = (".basis.glb", ".glb")
+
+
+def import_habitat_sim():
+    """``import habitat_sim`` or one clear error with the install line."""
+    try:
+        import habitat_sim
+    except ImportError as exc:
+        raise ImportError(
+            f"sim=habitat needs habitat-sim 0.3.x, which is not importable ({exc}). It is not on "
+            f"PyPI; install it with conda:\n  {INSTALL_HINT}\nor use sim=mesh."
+        ) from exc
+    return habitat_sim
+
+
+class HabitatSimulator(Simulator):
+    """habitat-sim backend (COLOR + DEPTH camera sensors, navmesh pathfinder)."""
+
+    def __init__(
+        self,
+        width: int = 512,
+        height: int = 512,
+        hfov_deg: float = 90.0,
+        sensor_height_m: float = 1.5,
+        tilt_deg: float = 0.0,
+        agent_radius: float = 0.1,
+        agent_height: float = 1.5,
+        agent_max_climb: float = 0.2,
+        seed: int = 0,
+        gpu_device_id: int = 0,
+        scene_dataset_config: str | None = None,
+        enable_physics: bool = False,
+        max_tries: int = 100,
+        **_ignored: Any,
+    ) -> None:
+        self.sensor = SensorSpec(
+            int(width), int(height), float(hfov_deg), float(sensor_height_m), float(tilt_deg)
+        )
+        self.agent_radius = float(agent_radius)
+        self.agent_height = float(agent_height)
+        self.agent_max_climb = float(agent_max_climb)
+        self.seed = int(seed)
+        self.gpu_device_id = int(gpu_device_id)
+        self.scene_dataset_config = scene_dataset_config
+        self.enable_physics = bool(enable_physics)
+        self.max_tries = int(max_tries)
+        self.scene: SceneSpec | None = None
+        self._sim = None
+        self._agent = None
+        self._hs = None
+        self._pool: ThreadPoolExecutor | None = None
+
+    # ------------------------------------------------------------------ threading
+    def _call(self, fn, *args, **kwargs):
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="habitat-sim")
+        return self._pool.submit(fn, *args, **kwargs).result()
+
+    def _hsim(self):
+        if self._hs is None:
+            self._hs = import_habitat_sim()
+        return self._hs
+
+    # ------------------------------------------------------------------ configuration
+    def make_config(self, scene: SceneSpec):
+        """The ``habitat_sim.Configuration`` for ``scene`` (COLOR + DEPTH sensors only)."""
+        hs = self._hsim()
+        sim_cfg = hs.SimulatorConfiguration()
+        sim_cfg.scene_id = str(scene.mesh_path)
+        dataset = scene.dataset_config or self.scene_dataset_config
+        if dataset:
+            sim_cfg.scene_dataset_config_file = str(dataset)
+        sim_cfg.gpu_device_id = self.gpu_device_id
+        sim_cfg.random_seed = self.seed
+        sim_cfg.enable_physics = self.enable_physics
+        s = self.sensor
+        specs = []
+        for uuid, kind in (
+            ("color_sensor", hs.SensorType.COLOR),
+            ("depth_sensor", hs.SensorType.DEPTH),
+        ):
+            spec = hs.CameraSensorSpec()
+            spec.uuid = uuid
+            spec.sensor_type = kind
+            spec.resolution = [s.height, s.width]
+            spec.hfov = s.hfov_deg
+            spec.position = [0.0, s.sensor_height_m, 0.0]
+            spec.orientation = [math.radians(s.tilt_deg), 0.0, 0.0]
+            specs.append(spec)
+        agent_cfg = hs.agent.AgentConfiguration()
+        agent_cfg.height = self.agent_height
+        agent_cfg.radius = self.agent_radius
+        agent_cfg.sensor_specifications = specs
+        return hs.Configuration(sim_cfg, [agent_cfg])
+
+    def resolve_scene(self, scenes_dir: Path, scene_id: str) -> SceneSpec:
+        mesh = find_scene_file(Path(scenes_dir), scene_id, HABITAT_SUFFIXES)
+        name = mesh.name
+        stem = name[: -len(".basis.glb")] if name.endswith(".basis.glb") else mesh.stem
+        navmesh = None
+        for cand in (mesh.with_name(f"{stem}.basis.navmesh"), mesh.with_name(f"{stem}.navmesh")):
+            if cand.is_file():
+                navmesh = cand
+                break
+        dataset = None
+        if self.scene_dataset_config:
+            dataset = Path(self.scene_dataset_config)
+        else:
+            for root in (Path(scenes_dir), Path(scenes_dir) / "hm3d", Path(scenes_dir).parent):
+                found = sorted(root.glob("*.scene_dataset_config.json")) if root.is_dir() else []
+                if found:
+                    dataset = found[0]
+                    break
+        return SceneSpec(
+            scene_id=scene_id, mesh_path=mesh, navmesh_path=navmesh, dataset_config=dataset
+        )
+
+    # ------------------------------------------------------------------ scene / agent
+    def load_scene(self, scene: SceneSpec, *, start_position=None) -> None:
+        self._call(self._load_scene, scene)
+        if start_position is not None:
+            self.set_agent_pose(start_position, [1.0, 0.0, 0.0, 0.0])
+
+    def _load_scene(self, scene: SceneSpec) -> None:
+        if (
+            self._sim is not None
+            and self.scene is not None
+            and (Path(self.scene.mesh_path) == Path(scene.mesh_path))
+        ):
+            self.scene = scene
+            return
+        hs = self._hsim()
+        cfg = self.make_config(scene)
+        if self._sim is None:
+            self._sim = hs.Simulator(cfg)
+        else:
+            self._sim.reconfigure(cfg)
+        self._agent = self._sim.initialize_agent(0)
+        pf = self._sim.pathfinder
+        if scene.navmesh_path is not None and not pf.load_nav_mesh(str(scene.navmesh_path)):
+            raise RuntimeError(f"habitat-sim could not load navmesh {scene.navmesh_path}")
+        if not pf.is_loaded:  # no .navmesh file: bake one for this agent body
+            settings = hs.NavMeshSettings()
+            settings.set_defaults()
+            settings.agent_radius = self.agent_radius
+            settings.agent_height = self.agent_height
+            settings.agent_max_climb = self.agent_max_climb
+            if not self._sim.recompute_navmesh(pf, settings):
+                raise RuntimeError(f"no navmesh for scene {scene.scene_id} and baking one failed")
+        pf.seed(self.seed)
+        self.scene = scene
+
+    def _require(self) -> None:
+        if self._sim is None:
+            raise RuntimeError("no scene loaded: call load_scene() first")
+
+    def set_agent_pose(self, position, rotation_wxyz) -> None:
+        pos = as_vec3(position)
+        rot = geo.quat_normalize(rotation_wxyz)
+        self._call(self._set_pose, pos, rot)
+
+    def _set_pose(self, pos: np.ndarray, rot: np.ndarray) -> None:
+        self._require()
+        hs = self._hsim()
+        from habitat_sim.utils.common import quat_from_coeffs
+
+        state = hs.AgentState()
+        state.position = pos.astype(np.float32)
+        state.rotation = quat_from_coeffs(geo.quat_wxyz_to_xyzw(rot))  # coeffs are x, y, z, w
+        self._agent.set_state(state)  # type: ignore[union-attr]
+
+    def agent_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._call(self._agent_pose)
+
+    def _agent_pose(self):
+        self._require()
+        from habitat_sim.utils.common import quat_to_coeffs
+
+        st = self._agent.get_state()  # type: ignore[union-attr]
+        return (
+            np.asarray(st.position, dtype=np.float64),
+            geo.quat_xyzw_to_wxyz(quat_to_coeffs(st.rotation)),
+        )
+
+    def observe(self) -> Observation:
+        return self._call(self._observe)
+
+    def _observe(self) -> Observation:
+        self._require()
+        from habitat_sim.utils.common import quat_to_coeffs
+
+        obs = self._sim.get_sensor_observations()  # type: ignore[union-attr]
+        rgb = np.asarray(obs["color_sensor"])[..., :3].astype(np.uint8, copy=True)
+        depth = np.asarray(obs["depth_sensor"], dtype=np.float32).copy()
+        st = self._agent.get_state().sensor_states["depth_sensor"]  # type: ignore[union-attr]
+        cam = np.eye(4)
+        cam[:3, :3] = geo.quat_to_matrix(geo.quat_xyzw_to_wxyz(quat_to_coeffs(st.rotation)))
+        cam[:3, 3] = np.asarray(st.position, dtype=np.float64)
+        s = self.sensor
+        k = geo.intrinsics_from_hfov(s.hfov_deg, s.width, s.height)
+        return Observation(rgb=rgb, depth=depth, cam_to_world=cam, intrinsics=k)
+
+    # ------------------------------------------------------------------ navigation
+    def _pf(self):
+        self._require()
+        return self._sim.pathfinder  # type: ignore[union-attr]
+
+    def snap_point(self, p) -> np.ndarray:
+        p = as_vec3(p)
+        return self._call(lambda: np.asarray(self._pf().snap_point(p), dtype=np.float64))
+
+    def random_navigable_point_near(self, p, radius: float, rng: np.random.Generator):
+        p = as_vec3(p)
+        seed = int(rng.integers(0, 2**31 - 1))
+
+        def run():
+            pf = self._pf()
+            pf.seed(seed)
+            q = pf.get_random_navigable_point_near(
+                circle_center=p, radius=float(radius), max_tries=self.max_tries
+            )
+            q = np.asarray(q, dtype=np.float64)
+            return q if np.all(np.isfinite(q)) else NAN3.copy()
+
+        return self._call(run)
+
+    def geodesic_distance(self, a, b) -> float:
+        a, b = as_vec3(a), as_vec3(b)
+
+        def run():
+            hs = self._hsim()
+            path = hs.ShortestPath()
+            path.requested_start = a
+            path.requested_end = b
+            found = self._pf().find_path(path)
+            d = float(path.geodesic_distance)
+            return d if found and math.isfinite(d) else float("inf")
+
+        return self._call(run)
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        def run():
+            lo, hi = self._pf().get_bounds()
+            return np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+
+        return self._call(run)
+
+    def is_navigable(self, p) -> bool:
+        p = as_vec3(p)
+        return bool(self._call(lambda: self._pf().is_navigable(p)))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            if self._sim is not None:
+                self._pool.submit(self._sim.close).result()
+            self._pool.shutdown(wait=True)
+        self._sim = None
+        self._agent = None
+        self._pool = None
+        self.scene = None
+
+
+def egl_devices() -> list[str]:
+    """Render nodes habitat-sim's EGL backend can use (``/dev/dri/renderD*``)."""
+    d = Path("/dev/dri")
+    return sorted(str(p) for p in d.glob("renderD*")) if d.is_dir() else []
+
+
+def cuda_visible_devices() -> str | None:
+    return os.environ.get("CUDA_VISIBLE_DEVICES")

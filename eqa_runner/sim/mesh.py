@@ -1,0 +1,442 @@
+"""``sim=mesh``: open3d raycasting of a coloured triangle mesh + a navigable floor grid.
+
+open3d is imported lazily (first ``load_scene``), so building the simulator is cheap.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eqa_runner.sim import geometry as geo
+from eqa_runner.sim.base import (
+    NAN3,
+    Observation,
+    SceneSpec,
+    SensorSpec,
+    Simulator,
+    as_vec3,
+    find_scene_file,
+)
+from eqa_runner.sim.navgrid import NavGrid
+
+log = logging.getLogger(__name__)
+
+MESH_SUFFIXES = (".ply", ".glb", ".gltf", ".obj", ".basis.glb")
+_LIGHT = (np.array([0.35, 0.85, 0.4]) / np.linalg.norm([0.35, 0.85, 0.4])).astype(np.float32)
+
+
+@dataclass
+class TriangleMeshData:
+    """Plain arrays of a coloured triangle mesh in the habitat frame."""
+
+    vertices: np.ndarray  # (V, 3) float
+    triangles: np.ndarray  # (F, 3) int
+    vertex_colors: np.ndarray  # (V, 3) float in [0, 1]
+
+
+def _o3d():
+    try:
+        import open3d as o3d
+    except ImportError as exc:  # pragma: no cover - depends on the machine
+        raise ImportError(
+            f"the mesh simulator needs open3d (pip install open3d): {exc}. On Debian/Ubuntu "
+            "open3d also needs the system package libusb-1.0-0."
+        ) from exc
+    return o3d
+
+
+def _texture_colors(mat, mesh, n_faces: int) -> np.ndarray | None:
+    """Per-face colours sampled from a material's albedo texture at the face's UV centroid."""
+    img = getattr(mat, "albedo_img", None)
+    uvs = np.asarray(mesh.triangle_uvs)
+    if img is None or len(uvs) != 3 * n_faces:
+        return None
+    tex = np.asarray(img)
+    if tex.size == 0:
+        return None
+    if tex.ndim == 2:
+        tex = np.repeat(tex[..., None], 3, axis=2)
+    uv = uvs.reshape(n_faces, 3, 2).mean(axis=1)
+    h, w = tex.shape[:2]
+    px = np.clip((uv[:, 0] % 1.0) * (w - 1), 0, w - 1).astype(int)
+    py = np.clip((uv[:, 1] % 1.0) * (h - 1), 0, h - 1).astype(int)
+    col = tex[py, px, :3].astype(np.float64)
+    return col / 255.0 if tex.dtype == np.uint8 else col
+
+
+def load_mesh_file(path: Path, up_axis: str = "y") -> TriangleMeshData:
+    """Read ``.ply``/``.obj``/``.glb`` with vertex or per-material colours into arrays."""
+    o3d = _o3d()
+    path = Path(path)
+    verts: list[np.ndarray] = []
+    tris: list[np.ndarray] = []
+    cols: list[np.ndarray] = []
+    if path.suffix.lower() == ".ply":
+        m = o3d.io.read_triangle_mesh(str(path))
+        v = np.asarray(m.vertices, dtype=np.float64)
+        c = np.asarray(m.vertex_colors, dtype=np.float64)
+        verts, tris = [v], [np.asarray(m.triangles, dtype=np.int64)]
+        cols = [c if len(c) == len(v) else np.full((len(v), 3), 0.7)]
+    else:
+        model = o3d.io.read_triangle_model(str(path))
+        offset = 0
+        for info in model.meshes:
+            m = info.mesh
+            v = np.asarray(m.vertices, dtype=np.float64)
+            t = np.asarray(m.triangles, dtype=np.int64)
+            if len(v) == 0 or len(t) == 0:
+                continue
+            c = np.asarray(m.vertex_colors, dtype=np.float64)
+            if len(c) != len(v):
+                mat = model.materials[info.material_idx] if model.materials else None
+                face_col = _texture_colors(mat, m, len(t)) if mat is not None else None
+                if face_col is not None:  # unshare vertices so faces keep their own colour
+                    v = v[t.reshape(-1)]
+                    t = np.arange(len(v)).reshape(-1, 3)
+                    c = np.repeat(face_col, 3, axis=0)
+                else:
+                    base = np.asarray(mat.base_color)[:3] if mat is not None else [0.7] * 3
+                    c = np.tile(np.asarray(base, dtype=np.float64), (len(v), 1))
+            verts.append(v)
+            tris.append(t + offset)
+            cols.append(c)
+            offset += len(v)
+    if not verts or sum(len(t) for t in tris) == 0:
+        raise ValueError(f"no triangles in mesh file {path}")
+    v = np.concatenate(verts)
+    if up_axis == "z":
+        v = geo.normal_to_habitat(v)
+    elif up_axis != "y":
+        raise ValueError(f"up_axis must be 'y' or 'z', got {up_axis!r}")
+    return TriangleMeshData(v, np.concatenate(tris), np.clip(np.concatenate(cols), 0.0, 1.0))
+
+
+class MeshSimulator(Simulator):
+    """Renders RGB-D by raycasting; navigation on a rasterised floor grid per floor height."""
+
+    def __init__(
+        self,
+        width: int = 512,
+        height: int = 512,
+        hfov_deg: float = 90.0,
+        sensor_height_m: float = 1.5,
+        tilt_deg: float = 0.0,
+        agent_radius: float = 0.18,
+        agent_height: float = 1.5,
+        agent_max_climb: float = 0.2,
+        seed: int = 0,
+        cell_size: float = 0.05,
+        snap_max_dist: float = 2.0,
+        up_axis: str = "y",
+        interpolate_colors: bool = True,
+        **_ignored: Any,
+    ) -> None:
+        self.sensor = SensorSpec(
+            int(width), int(height), float(hfov_deg), float(sensor_height_m), float(tilt_deg)
+        )
+        self.agent_radius = float(agent_radius)
+        self.agent_height = float(agent_height)
+        self.agent_max_climb = float(agent_max_climb)
+        self.seed = int(seed)
+        self.cell_size = float(cell_size)
+        self.snap_max_dist = float(snap_max_dist)
+        self.up_axis = up_axis
+        self.interpolate_colors = bool(interpolate_colors)
+        self.scene: SceneSpec | None = None
+        self._mesh: TriangleMeshData | None = None
+        self._rc = None  # o3d.t.geometry.RaycastingScene
+        self._grids: dict[float, NavGrid] = {}
+        self._floor: float | None = None
+        self._pos = np.zeros(3)
+        self._rot = np.array([1.0, 0.0, 0.0, 0.0])
+        self._rays_cam: np.ndarray | None = None
+        self._ray_norm: np.ndarray | None = None
+        self._ray_buf: np.ndarray | None = None
+
+    # ------------------------------------------------------------------ scenes
+    def resolve_scene(self, scenes_dir: Path, scene_id: str) -> SceneSpec:
+        path = find_scene_file(Path(scenes_dir), scene_id, MESH_SUFFIXES)
+        return SceneSpec(scene_id=scene_id, mesh_path=path)
+
+    def load_scene(self, scene: SceneSpec, *, start_position=None) -> None:
+        if self.scene is None or Path(self.scene.mesh_path) != Path(scene.mesh_path):
+            self.load_arrays(load_mesh_file(Path(scene.mesh_path), self.up_axis))
+        self.scene = scene
+        self._floor = self.floor_height_at(start_position)
+        if start_position is not None:
+            self._pos = as_vec3(start_position)
+
+    def load_arrays(self, mesh: TriangleMeshData) -> None:
+        """Use an in-memory mesh (tests, procedural scenes)."""
+        o3d = _o3d()
+        self._mesh = mesh
+        self._vcol = np.asarray(mesh.vertex_colors, dtype=np.float32)
+        tri = np.asarray(mesh.triangles, dtype=np.int64)
+        self._tri = tri
+        self._tri32 = tri.astype(np.int32)
+        self._fcol = self._vcol[tri].mean(axis=1)
+        per_vertex = self._vcol[tri]
+        self._flat_colors = bool(np.abs(per_vertex - self._fcol[:, None]).max(initial=0) < 1e-3)
+        self._rc = o3d.t.geometry.RaycastingScene()
+        self._rc.add_triangles(
+            o3d.core.Tensor(np.asarray(mesh.vertices, dtype=np.float32)),
+            o3d.core.Tensor(tri.astype(np.uint32)),
+        )
+        self._grids = {}
+        self._floor = None
+        self.scene = SceneSpec(scene_id="<memory>", mesh_path=Path("<memory>"))
+
+    def _require(self) -> None:
+        if self._rc is None or self._mesh is None:
+            raise RuntimeError("no scene loaded: call load_scene() first")
+
+    # ------------------------------------------------------------------ raycasting
+    def cast(self, origins: np.ndarray, dirs: np.ndarray) -> dict[str, np.ndarray]:
+        """Cast rays (N, 3)+(N, 3); returns t_hit, primitive_ids, primitive_uvs, normals."""
+        self._require()
+        o3d = _o3d()
+        rays = np.empty((len(dirs), 6), dtype=np.float32)
+        rays[:, :3] = origins
+        rays[:, 3:] = dirs
+        out = self._rc.cast_rays(o3d.core.Tensor(rays))
+        return {
+            "t_hit": out["t_hit"].numpy(),
+            "primitive_ids": out["primitive_ids"].numpy(),
+            "primitive_uvs": out["primitive_uvs"].numpy(),
+            "primitive_normals": out["primitive_normals"].numpy(),
+        }
+
+    def _sensor_rays(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per-pixel camera-frame ray directions (unit forward component) and their norms."""
+        if self._rays_cam is None:
+            s = self.sensor
+            k = geo.intrinsics_from_hfov(s.hfov_deg, s.width, s.height)
+            v, u = np.meshgrid(np.arange(s.height), np.arange(s.width), indexing="ij")
+            d = np.empty((s.height * s.width, 3), dtype=np.float32)
+            d[:, 0] = ((u - k[0, 2]) / k[0, 0]).reshape(-1)
+            d[:, 1] = (-(v - k[1, 2]) / k[1, 1]).reshape(-1)
+            d[:, 2] = -1.0  # unit forward component: t_hit is the z-depth
+            self._rays_cam = d
+            self._ray_norm = np.linalg.norm(d, axis=1).astype(np.float32)
+            self._ray_buf = np.empty((len(d), 6), dtype=np.float32)
+            self._ray_x = np.ascontiguousarray(d[:, 0])
+            self._ray_y = np.ascontiguousarray(d[:, 1])
+        return self._rays_cam, self._ray_norm  # type: ignore[return-value]
+
+    def set_sensor(self, sensor: SensorSpec) -> None:
+        """Change the camera (resolution, hfov, height, tilt)."""
+        self.sensor = sensor
+        self._rays_cam = None
+
+    def render(self, cam_to_world: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """RGB (H, W, 3) uint8 and z-depth (H, W) float32 from a habitat/OpenGL camera pose."""
+        o3d = _o3d()
+        s = self.sensor
+        d_cam, norm = self._sensor_rays()
+        rot = cam_to_world[:3, :3].astype(np.float32)
+        rays = self._ray_buf
+        rays[:, :3] = cam_to_world[:3, 3]
+        # world directions component by component (BLAS is slow for tall (N,3) @ (3,3))
+        dx, dy = self._ray_x, self._ray_y  # contiguous copies of d_cam[:, 0] and d_cam[:, 1]
+        for i in range(3):
+            rays[:, 3 + i] = dx * rot[i, 0] + dy * rot[i, 1] - rot[i, 2]
+        dirs = rays[:, 3:]
+        out = self._rc.cast_rays(o3d.core.Tensor.from_numpy(rays))
+        t = out["t_hit"].numpy()
+        hit = np.isfinite(t)
+        pid = out["primitive_ids"].numpy()
+        pid = np.where(hit, pid, 0)
+        if self.interpolate_colors and not self._flat_colors:
+            uv = out["primitive_uvs"].numpy()
+            tri = self._tri32[pid]
+            w0 = (1.0 - uv[:, 0] - uv[:, 1])[:, None]
+            col = (
+                self._vcol[tri[:, 0]] * w0
+                + self._vcol[tri[:, 1]] * uv[:, 0:1]
+                + self._vcol[tri[:, 2]] * uv[:, 1:2]
+            )
+        else:
+            col = self._fcol[pid]
+        n = out["primitive_normals"].numpy()
+        # shading: ambient + headlight + a fixed sun, all two-sided
+        head = np.abs(np.einsum("ij,ij->i", n, dirs)) / norm  # |cos| to the viewing ray
+        sun = np.abs(n[:, 0] * _LIGHT[0] + n[:, 1] * _LIGHT[1] + n[:, 2] * _LIGHT[2])
+        shade = 0.35 * 255.0 + 0.45 * 255.0 * head + 0.2 * 255.0 * sun
+        rgb = np.minimum(col * shade[:, None], 255.0).astype(np.uint8)
+        rgb[~hit] = 0
+        depth = np.where(hit, t, np.float32(0.0))
+        return rgb.reshape(s.height, s.width, 3), depth.reshape(s.height, s.width)
+
+    # ------------------------------------------------------------------ agent
+    def set_agent_pose(self, position, rotation_wxyz) -> None:
+        self._pos = as_vec3(position)
+        self._rot = geo.quat_normalize(rotation_wxyz)
+        if self._rc is not None and (self._floor is None or abs(self._pos[1] - self._floor) > 1.0):
+            self._floor = self.floor_height_at(self._pos)
+
+    def agent_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._pos.copy(), self._rot.copy()
+
+    def camera_pose(self) -> np.ndarray:
+        s = self.sensor
+        return geo.camera_to_world(self._pos, self._rot, s.sensor_height_m, s.tilt_deg)
+
+    def observe(self) -> Observation:
+        self._require()
+        cam = self.camera_pose()
+        rgb, depth = self.render(cam)
+        s = self.sensor
+        k = geo.intrinsics_from_hfov(s.hfov_deg, s.width, s.height)
+        return Observation(rgb=rgb, depth=depth, cam_to_world=cam, intrinsics=k)
+
+    # ------------------------------------------------------------------ floors & grid
+    def floor_height_at(self, p=None) -> float:
+        """Floor under ``p`` (downward ray from 0.5 m above it); the main floor when None."""
+        self._require()
+        if p is not None:
+            p = as_vec3(p)
+            res = self.cast(p[None] + [0.0, 0.5, 0.0], np.array([[0.0, -1.0, 0.0]]))
+            t = float(res["t_hit"][0])
+            return p[1] + 0.5 - t if math.isfinite(t) and t <= 2.0 else float(p[1])
+        return self._main_floor()
+
+    def _main_floor(self) -> float:
+        """Lowest height with >= 25% of the largest area of horizontal triangles."""
+        v = np.asarray(self._mesh.vertices)  # type: ignore[union-attr]
+        t = self._tri
+        a, b, c = v[t[:, 0]], v[t[:, 1]], v[t[:, 2]]
+        cr = np.cross(b - a, c - a)
+        area = 0.5 * np.linalg.norm(cr, axis=1)
+        horiz = np.abs(cr[:, 1]) > 0.95 * np.maximum(2 * area, 1e-12)
+        if not horiz.any():
+            return float(v[:, 1].min())
+        ys = (a[horiz, 1] + b[horiz, 1] + c[horiz, 1]) / 3
+        bins = np.floor(ys / 0.1).astype(int)
+        uniq, inv = np.unique(bins, return_inverse=True)
+        tot = np.bincount(inv, weights=area[horiz])
+        cand = np.nonzero(tot >= 0.25 * tot.max())[0]
+        k = int(cand[0])
+        for nxt in cand[1:]:  # a floor slab: walk up to its top face
+            if (uniq[nxt] - uniq[k]) * 0.1 <= 0.35:
+                k = int(nxt)
+            else:
+                break
+        return float(np.median(ys[inv == k]))
+
+    def _grid(self) -> NavGrid:
+        self._require()
+        if self._floor is None:
+            self._floor = self.floor_height_at(None)
+        key = round(self._floor, 2)
+        if key not in self._grids:
+            self._grids[key] = self.build_grid(self._floor)
+        return self._grids[key]
+
+    def build_grid(self, floor_y: float) -> NavGrid:
+        """Navigable cells: floor within max_climb below, no obstacle in the body column."""
+        from scipy.ndimage import distance_transform_edt
+
+        v = np.asarray(self._mesh.vertices)  # type: ignore[union-attr]
+        c = self.cell_size
+        pad = 2 * c
+        lo = v[:, [0, 2]].min(axis=0) - pad
+        hi = v[:, [0, 2]].max(axis=0) + pad
+        nx, nz = (np.ceil((hi - lo) / c)).astype(int)
+        ii, jj = np.meshgrid(np.arange(nx), np.arange(nz), indexing="ij")
+        xs = lo[0] + (ii.reshape(-1) + 0.5) * c
+        zs = lo[1] + (jj.reshape(-1) + 0.5) * c
+        # floor: a downward ray from floor + max_climb lands within +-max_climb of the floor
+        top = floor_y + self.agent_max_climb
+        orig = np.stack([xs, np.full_like(xs, top), zs], axis=1)
+        res = self.cast(orig, np.tile([0.0, -1.0, 0.0], (len(xs), 1)))
+        floor_ok = res["t_hit"] <= 2 * self.agent_max_climb + 1e-3
+        # obstacles: surface samples between floor + max_climb and floor + agent height
+        occ = self._rasterize_band(
+            floor_y + self.agent_max_climb, floor_y + self.agent_height, lo, (nx, nz)
+        )
+        clear = distance_transform_edt(~occ) * c > self.agent_radius
+        nav = floor_ok.reshape(nx, nz) & clear
+        return NavGrid(nav, (lo[0], lo[1]), c, floor_y, snap_max_dist=self.snap_max_dist)
+
+    def _rasterize_band(self, y0: float, y1: float, lo: np.ndarray, shape) -> np.ndarray:
+        """Occupancy (nx, nz) of mesh surface points with y in [y0, y1] (dense barycentric
+        sampling at a third of the cell size, so thin walls leave no gaps)."""
+        v = np.asarray(self._mesh.vertices)  # type: ignore[union-attr]
+        tri = v[self._tri]  # (F, 3, 3)
+        ymin, ymax = tri[:, :, 1].min(axis=1), tri[:, :, 1].max(axis=1)
+        tri = tri[(ymax >= y0) & (ymin <= y1)]
+        occ = np.zeros(shape, dtype=bool)
+        if len(tri) == 0:
+            return occ
+        step = self.cell_size / 3
+        edge = np.max(np.linalg.norm(tri - np.roll(tri, 1, axis=1), axis=2), axis=1)
+        n_div = np.clip(np.ceil(edge / step).astype(int), 1, 2000)
+        for n in np.unique(n_div):
+            sel = tri[n_div == n]
+            a, b = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
+            keep = a + b <= n
+            w1, w2 = a[keep] / n, b[keep] / n
+            w0 = 1.0 - w1 - w2
+            chunk = max(1, 2_000_000 // len(w0))
+            for s in range(0, len(sel), chunk):
+                t = sel[s : s + chunk]
+                pts = (
+                    w0[None, :, None] * t[:, None, 0]
+                    + w1[None, :, None] * t[:, None, 1]
+                    + w2[None, :, None] * t[:, None, 2]
+                ).reshape(-1, 3)
+                pts = pts[(pts[:, 1] >= y0) & (pts[:, 1] <= y1)]
+                i = np.floor((pts[:, 0] - lo[0]) / self.cell_size).astype(int)
+                j = np.floor((pts[:, 2] - lo[1]) / self.cell_size).astype(int)
+                ok = (i >= 0) & (i < shape[0]) & (j >= 0) & (j < shape[1])
+                occ[i[ok], j[ok]] = True
+        return occ
+
+    @property
+    def floor_height(self) -> float:
+        return self._grid().floor_y
+
+    @property
+    def navgrid(self) -> NavGrid:
+        return self._grid()
+
+    # ------------------------------------------------------------------ navigation API
+    def snap_point(self, p) -> np.ndarray:
+        return self._grid().snap_point(as_vec3(p))
+
+    def random_navigable_point_near(self, p, radius: float, rng: np.random.Generator):
+        return self._grid().random_point_near(as_vec3(p), float(radius), rng)
+
+    def geodesic_distance(self, a, b) -> float:
+        return self._grid().geodesic_distance(as_vec3(a), as_vec3(b))
+
+    def shortest_path(self, a, b) -> list[np.ndarray] | None:
+        """Waypoints (habitat frame) of a shortest path, or None when unreachable."""
+        return self._grid().shortest_path(as_vec3(a), as_vec3(b))
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._grid().bounds()
+
+    def is_navigable(self, p) -> bool:
+        p = as_vec3(p)
+        return self._grid().is_navigable(p) if np.all(np.isfinite(p)) else False
+
+    def random_navigable_point(self, rng: np.random.Generator) -> np.ndarray:
+        """A uniformly random navigable cell centre on the current floor."""
+        g = self._grid()
+        if len(g._nav_ij) == 0:
+            return NAN3.copy()
+        x, z = g._nav_xz[int(rng.integers(len(g._nav_xz)))]
+        return np.array([x, g.floor_y, z])
+
+    def close(self) -> None:
+        self._rc = None
+        self._mesh = None
+        self._grids = {}
+        self.scene = None

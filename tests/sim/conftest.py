@@ -1,0 +1,67 @@
+"""Fixtures for the simulator tests: tiny box scenes written as PLY files."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # allow running without an editable install
+    sys.path.insert(0, str(ROOT))
+
+from eqa_runner.sim.procedural import _MeshBuilder, write_ply  # noqa: E402
+
+HABITAT_AVAILABLE = importlib.util.find_spec("habitat_sim") is not None
+
+
+def build_rooms_mesh() -> _MeshBuilder:
+    """Room A: x,z in [0, 6] with walls (height 2.5); closed room B: x in [7, 10], z in [0, 6]."""
+    mb = _MeshBuilder()
+    grey, red, blue = (0.6, 0.6, 0.6), (0.8, 0.2, 0.2), (0.2, 0.3, 0.8)
+    for x0, x1 in ((0.0, 6.0), (7.0, 10.0)):
+        mb.quad_y(x0, 0.0, x1, 6.0, 0.0, grey)
+        mb.box((x0 - 0.1, 0.0, -0.1), (x1 + 0.1, 2.5, 0.0), red)  # z = 0 wall (inner face)
+        mb.box((x0 - 0.1, 0.0, 6.0), (x1 + 0.1, 2.5, 6.1), red)
+        mb.box((x0 - 0.1, 0.0, 0.0), (x0, 2.5, 6.0), blue)
+        mb.box((x1, 0.0, 0.0), (x1 + 0.1, 2.5, 6.0), blue)
+    return mb
+
+
+@pytest.fixture(scope="session")
+def scenes_dir(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("scenes")
+    v, f, c, _ = build_rooms_mesh().arrays()
+    d = root / "val" / "00800-TestRooms"
+    d.mkdir(parents=True)
+    write_ply(d / "TestRooms.ply", v, f, c)
+    return root
+
+
+def _make(backend: str):
+    if backend == "mesh":
+        from eqa_runner.sim.mesh import MeshSimulator
+
+        return MeshSimulator(width=128, height=128, cell_size=0.05, agent_radius=0.18)
+    if not HABITAT_AVAILABLE:
+        pytest.skip("habitat-sim not installed")
+    from eqa_runner.sim.habitat import HabitatSimulator
+
+    return HabitatSimulator(width=128, height=128, agent_radius=0.18)
+
+
+@pytest.fixture(scope="module", params=["mesh", "habitat"])
+def sim(request, scenes_dir):
+    s = _make(request.param)
+    spec = s.resolve_scene(scenes_dir, "hm3d/val/00800-TestRooms")
+    s.load_scene(spec, start_position=[3.0, 0.0, 3.0])
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(0)
