@@ -367,15 +367,23 @@ class LLMClient:
         return p
 
     def sent_params(self, params: dict[str, Any]) -> dict[str, Any]:
-        """The subset of ``params`` litellm will actually send to this model."""
-        if self.offline or not self.cfg.drop_params:
+        """The subset of ``params`` litellm will actually send to this model (after dropping)."""
+        if self.offline or not params:
             return dict(params)
         litellm = load_litellm()
         try:
-            supported = litellm.get_supported_openai_params(model=self.cfg.model) or []
-        except Exception:  # unknown provider mapping: assume everything is sent
+            from litellm.utils import get_optional_params
+
+            model, provider, _, _ = litellm.get_llm_provider(self.cfg.model)
+            kept = get_optional_params(
+                model=model,
+                custom_llm_provider=provider,
+                drop_params=self.cfg.drop_params,
+                **params,
+            )
+        except Exception:  # unknown mapping: assume everything is sent
             return dict(params)
-        return {k: v for k, v in params.items() if k in supported or k in ("seed",)}
+        return {k: v for k, v in params.items() if k in kept}
 
     def cache_key(self, messages: Sequence[Message], params: dict[str, Any]) -> str:
         blob = {
