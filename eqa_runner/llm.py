@@ -144,6 +144,7 @@ class Usage:
     cost_unknown_calls: int = 0
     cached_calls: int = 0
     retries: int = 0
+    failed_calls: int = 0  # calls that failed for good; their retries are counted in ``retries``
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, c: Completion) -> None:
@@ -160,6 +161,12 @@ class Usage:
             elif self.cost_usd is not None:
                 self.cost_usd += c.cost_usd
 
+    def add_failure(self, retries: int, failed: int = 1) -> None:
+        """Count a call that failed for good (or was cancelled) after ``retries`` retries."""
+        with self._lock:
+            self.failed_calls += failed
+            self.retries += retries
+
     def as_dict(self) -> dict[str, Any]:
         d = {
             k: getattr(self, k)
@@ -171,6 +178,7 @@ class Usage:
                 "cost_unknown_calls",
                 "cached_calls",
                 "retries",
+                "failed_calls",
             )
         }
         if self.cost_unknown_calls and self.cost_usd == 0.0:
@@ -241,6 +249,7 @@ def load_litellm() -> Any:
 
 
 _LIMITERS: dict[int, asyncio.Semaphore] = {}
+
 
 
 def _limiter(n: int) -> asyncio.Semaphore:
@@ -326,6 +335,8 @@ class LLMClient:
         self.cache = cache
         self.cache_salt = dict(cache_salt or {})
         self._rng = random.Random(hash((role, cfg.model)))
+        self._sent_memo: dict[str, dict[str, Any]] = {}
+        self._dummy_key: bool | None = None
 
     @property
     def model(self) -> str:
@@ -344,6 +355,11 @@ class LLMClient:
         if self.cfg.api_base:
             return []  # self-hosted OpenAI-compatible servers usually need no key
         return self.missing_provider_key()
+
+    def _needs_dummy_key(self) -> bool:
+        if self._dummy_key is None:
+            self._dummy_key = bool(self.missing_provider_key())
+        return self._dummy_key
 
     def missing_provider_key(self) -> list[str]:
         """Provider key variables litellm would look for and that are unset."""
@@ -370,6 +386,12 @@ class LLMClient:
         """The subset of ``params`` litellm will actually send to this model (after dropping)."""
         if self.offline or not params:
             return dict(params)
+        key = json.dumps(params, sort_keys=True, default=str)
+        if key not in self._sent_memo:
+            self._sent_memo[key] = self._sent_params(params)
+        return dict(self._sent_memo[key])
+
+    def _sent_params(self, params: dict[str, Any]) -> dict[str, Any]:
         litellm = load_litellm()
         try:
             from litellm.utils import get_optional_params
@@ -447,7 +469,13 @@ class LLMClient:
                 c.finish_reason,
                 bigger,
             )
-            c2 = await self._call_with_retries(messages, self.params(max_tokens=bigger), payload)
+            try:
+                c2 = await self._call_with_retries(
+                    messages, self.params(max_tokens=bigger), payload
+                )
+            except (LLMError, asyncio.CancelledError):
+                self._add_failure(c.retries + 1, failed=0)  # the empty first call's requests
+                raise
             c2.retries += c.retries + 1
             if not c2.text.strip():
                 self._account(c2)
@@ -472,6 +500,11 @@ class LLMClient:
         if usage is not None:
             usage.add(c)
 
+    def _add_failure(self, retries: int, failed: int = 1) -> None:
+        usage = _USAGE.get()
+        if usage is not None:
+            usage.add_failure(retries, failed)
+
     async def _call_with_retries(
         self, messages: Sequence[Message], params: dict[str, Any], payload: int
     ) -> Completion:
@@ -494,7 +527,7 @@ class LLMClient:
                     "(llm.api_key_env) is not set."
                 )
             kwargs["api_key"] = key
-        elif self.cfg.api_base and self.missing_provider_key():
+        elif self.cfg.api_base and self._needs_dummy_key():
             kwargs["api_key"] = "no-key"  # self-hosted OpenAI-compatible server without auth
         log.debug("%s call: %d messages, payload ~%d bytes", self.cfg.model, len(messages), payload)
         retries = 0
@@ -506,8 +539,12 @@ class LLMClient:
                         litellm.acompletion(**kwargs), timeout=self.cfg.timeout_s + 5
                     )
                 return self._completion(resp, params, retries, time.perf_counter() - t0, payload)
+            except asyncio.CancelledError:  # episode timeout: the attempt in flight is lost
+                self._add_failure(retries)
+                raise
             except Exception as exc:  # noqa: BLE001 - classified below
                 if not _is_retryable(exc) or retries >= self.cfg.max_retries:
+                    self._add_failure(retries)
                     raise LLMError(
                         f"{self.cfg.model} ({self.role}) failed after {retries} retries: "
                         f"{type(exc).__name__}: {_short(exc)}"
@@ -521,7 +558,11 @@ class LLMClient:
                 log.info(
                     "%s: %s, retry %d in %.2fs", self.cfg.model, type(exc).__name__, retries, wait
                 )
+            try:
                 await asyncio.sleep(wait)
+            except asyncio.CancelledError:  # cancelled while backing off: `retries` requests made
+                self._add_failure(retries - 1)
+                raise
 
     def _completion(
         self, resp: Any, params: dict[str, Any], retries: int, latency: float, payload: int
@@ -529,11 +570,10 @@ class LLMClient:
         choice = resp.choices[0]
         text = (choice.message.content or "") if choice.message else ""
         usage = getattr(resp, "usage", None)
-        cost: float | None
-        try:
-            cost = float(load_litellm().completion_cost(completion_response=resp))
-        except Exception:  # unknown model → cost unknown, not zero
-            cost = None
+        # litellm prices every response already (None for models without a known price)
+        hidden = getattr(resp, "_hidden_params", None) or {}
+        raw_cost = hidden.get("response_cost")
+        cost = float(raw_cost) if raw_cost is not None else None
         return Completion(
             text=text,
             model=self.cfg.model,

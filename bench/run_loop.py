@@ -1,0 +1,123 @@
+"""Run-loop overhead: N blind episodes against the test server with fixed latency.
+
+Reports wall time over the ideal ``episodes x calls x latency / workers`` for several worker
+counts (target <= 1.15 at 16 workers), and, as the same-run baseline, plain litellm
+``completion`` calls from a thread pool doing the same number of calls.
+
+    .venv/bin/python bench/run_loop.py [--episodes 200] [--latency 0.2] [--workers 1 4 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._util import ROOT, llm_server_process  # noqa: E402
+
+CALLS_PER_EPISODE = 2  # blind policy + LLM-Match judge
+
+
+def run_once(url: str, data: Path, out: Path, workers: int) -> float:
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from eqa_runner.run import run
+    from eqa_runner.schema import register_configs
+
+    register_configs()
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose(
+            "config",
+            overrides=[
+                "policy=blind",
+                f"task.data_dir={data}",
+                f"run.output_dir={out}",
+                f"run.workers={workers}",
+                "run.cache=false",
+                "run.progress=false",
+                "task.check_data=false",
+                "llm.model=openai/bench-policy",
+                f"llm.api_base={url}",
+                "judge.model=openai/bench-judge",
+                f"judge.api_base={url}",
+                "run.bootstrap_samples=0",
+            ],
+        )
+    t0 = time.perf_counter()
+    res = run(cfg)
+    wall = time.perf_counter() - t0
+    assert res["counts"]["ok"] == res["counts"]["selected"], res["counts"]
+    return wall
+
+
+def plain_litellm(url: str, calls: int, workers: int) -> float:
+    import litellm
+
+    def one(i: int) -> None:
+        litellm.completion(
+            model="openai/bench-plain",
+            api_base=url,
+            api_key="x",
+            messages=[{"role": "user", "content": f"Q: question {i}"}],
+            num_retries=0,
+            max_retries=0,
+        )
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(one, range(calls)))
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--episodes", type=int, default=200)
+    ap.add_argument("--latency", type=float, default=0.2)
+    ap.add_argument("--workers", type=int, nargs="+", default=[1, 4, 16])
+    args = ap.parse_args()
+    sys.path.insert(0, str(ROOT))
+    from tests.helpers.datasets import make_openeqa_dataset
+
+    rules = {
+        "rules": [
+            {"pattern": "Your mark", "reply": "Your mark: 4"},
+            {"pattern": ".", "reply": "A: a chair\nExplanation: common."},
+        ],
+        "latency_s": args.latency,
+    }
+    with tempfile.TemporaryDirectory() as tmp, llm_server_process(rules) as url:
+        data = make_openeqa_dataset(
+            Path(tmp) / "d", n_questions=args.episodes, n_episodes=2, frames=2
+        )
+        from eqa_runner.llm import load_litellm
+
+        load_litellm()  # import once, outside the timings
+        run_once(url, data, Path(tmp) / "warm", 16)  # warm-up (first-call set-up costs)
+        print(
+            f"{args.episodes} blind episodes x {CALLS_PER_EPISODE} calls, "
+            f"server latency {args.latency * 1000:.0f} ms, {os.cpu_count()} cores"
+        )
+        print(
+            f"{'workers':>8} {'ideal s':>8} {'wall s':>8} {'ratio':>6} "
+            f"{'plain litellm threads s':>24} {'ratio':>6}"
+        )
+        for w in args.workers:
+            ideal = args.episodes * CALLS_PER_EPISODE * args.latency / w
+            wall = run_once(url, data, Path(tmp) / f"w{w}", w)
+            plain = plain_litellm(url, args.episodes * CALLS_PER_EPISODE, w) if w > 1 else None
+            ptxt = f"{plain:24.2f} {plain / ideal:6.2f}" if plain else f"{'-':>24} {'-':>6}"
+            print(f"{w:8d} {ideal:8.2f} {wall:8.2f} {wall / ideal:6.2f} {ptxt}")
+    print("target: ratio <= 1.15 at 16 workers")
+
+
+if __name__ == "__main__":
+    main()
