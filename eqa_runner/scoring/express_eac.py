@@ -1,0 +1,318 @@
+"""EXPRESS-Bench Exploration-Answer Consistency (EAC): a judge LLM returns "σ, δ".
+
+σ ∈ {0, 0.5, 1} grades whether the response is grounded in the final frame, δ ∈ 1..5 its
+correctness. Per episode ``c = σ·δ`` and ``c* = δ``; the path weight is ``L / max(P, L)``
+(L = reference geodesic length, P = the agent's path length). Aggregates (as the upstream
+``evaluation.py``)::
+
+    C      = mean(100 · clip(c, 0, 5) / 5)
+    C*     = mean(100 · clip(δ, 0, 5) / 5)
+    E_path = mean(100 · clip(c, 0, 5) / 5 · weight)
+    d_T    = mean final geodesic distance to the goal, over episodes where it is finite
+
+``judge.inf_policy=exclude`` (the paper's): episodes with an infinite path length are left out
+of C, C* and E_path, and those with an infinite goal distance out of d_T. ``penalize`` keeps
+them as failures instead: an infinite path scores c = c* = 0 (and E_path 0), an infinite goal
+distance counts as the reference geodesic distance L (no progress from the start).
+Zero-length paths: weight = 1 when P ≤ L (so P = L = 0 gives 1, not 0/0).
+Record JSON holds no inf: a null path length / goal distance is read as infinite.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+from eqa_runner.llm import OFFLINE_TAG, ImagePart, LLMClient, Message, system, user
+from eqa_runner.policies.base import RequestEstimate
+from eqa_runner.scoring.aggregate import mean_with_ci
+from eqa_runner.scoring.base import Judge
+from eqa_runner.tasks.express import express_prompt
+from eqa_runner.types import Episode, Prediction, Score
+
+log = logging.getLogger(__name__)
+
+PROMPT = "evaluation"
+REASK = (
+    "Reply with only the two marks separated by a comma: grounding (0, 0.5 or 1) first, "
+    "then correctness (a whole number from 1 to 5), e.g. 1, 4"
+)
+SIGMAS = (0.0, 0.5, 1.0)
+INF_POLICIES = ("exclude", "penalize")
+_NUM = r"\d+(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?"
+_PAIR = re.compile(rf"(?<![\w.\-])({_NUM})\s*(?:,|;|\band\b)\s*({_NUM})(?![\w.]*\d)", re.I)
+_MARK = re.compile(r"(?:mark|marks|score|scores|rating|output|answer)\s*(?:is|are)?\s*[:=]?", re.I)
+_SIGMA_L = re.compile(rf"(?:σ|sigma|grounding)[^\d\n]{{0,20}}?({_NUM})", re.I)
+_DELTA_L = re.compile(rf"(?:δ|delta|correctness|accuracy)[^\d\n]{{0,20}}?({_NUM})", re.I)
+
+
+def _value(token: str) -> Fraction | None:
+    token = re.sub(r"\s+", "", token)
+    try:
+        if "/" in token:
+            a, b = token.split("/", 1)
+            fb = Fraction(b)
+            return None if fb == 0 else Fraction(a) / fb
+        return Fraction(token)
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+def _sigma(token: str) -> float | None:
+    v = _value(token)
+    return float(v) if v is not None and float(v) in SIGMAS else None
+
+
+def _delta(token: str) -> int | None:
+    t = re.sub(r"\s+", "", token)
+    if "/" in t and t.split("/", 1)[1] in ("5", "5.0"):  # "4/5": a mark out of 5
+        t = t.split("/", 1)[0]
+    v = _value(t)
+    return int(v) if v is not None and v.denominator == 1 and 1 <= v <= 5 else None
+
+
+def parse_eac(reply: str | None) -> tuple[float, int] | None:
+    """(σ, δ) from a judge reply, or None when there is no valid, unambiguous pair.
+
+    Accepts ``1, 4``, ``Your mark: 0.5, 3``, ``0.5,3``, ``1/2, 3``, ``1, 4/5``, markdown,
+    brackets, labelled marks (``grounding: 1 ... correctness: 4``) and trailing explanations.
+    σ must be 0, 0.5 or 1 and δ a whole number 1..5; anything else is unparsable.
+    """
+    if not reply:
+        return None
+    text = reply.replace("½", "1/2").replace("，", ",").replace("\u2009", " ")
+    text = re.sub(r"[*_`#\[\]()]", " ", text).strip()
+    if not text:
+        return None
+    s_lab, d_lab = _SIGMA_L.findall(text), _DELTA_L.findall(text)
+    if s_lab and d_lab:
+        s, d = _sigma(s_lab[-1]), _delta(d_lab[-1])
+        return (s, d) if s is not None and d is not None else None
+    tags = list(_MARK.finditer(text))
+    region = text[tags[-1].end() :] if tags else text
+    pair = _PAIR.search(region)
+    if pair is None and tags:
+        pair = _PAIR.search(text)
+    if pair is None:
+        return None
+    s, d = _sigma(pair.group(1)), _delta(pair.group(2))
+    return (s, d) if s is not None and d is not None else None
+
+
+def _num(v: Any) -> float:
+    """A record number; None / missing / non-numbers are infinite (JSON has no inf)."""
+    if v is None or isinstance(v, bool):
+        return math.inf
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.inf
+
+
+def path_weight(gt: float, path: float) -> float:
+    """``L / max(P, L)``; 1 when both are 0; 0 when P is infinite."""
+    if math.isinf(path):
+        return 0.0
+    denom = max(path, gt)
+    return 1.0 if denom <= 0 else gt / denom
+
+
+class EACJudge(Judge):
+    """EXPRESS-Bench EAC judge: σ (grounding in the final frame) and δ (correctness)."""
+
+    name = "eac"
+    headline = "C"
+
+    def __init__(
+        self,
+        name: str = "eac",
+        inf_policy: str = "exclude",
+        reask_unparsable: bool = True,
+        image_size: tuple[int, int] = (512, 512),
+        **llm: Any,
+    ) -> None:
+        super().__init__(**llm)
+        if inf_policy not in INF_POLICIES:
+            raise ValueError(f"judge.inf_policy={inf_policy!r}: expected exclude or penalize")
+        self.name = name
+        self.inf_policy = inf_policy
+        self.reask = reask_unparsable
+        self.image_size = (int(image_size[0]), int(image_size[1]))
+
+    # -------------------------------------------------------------- judging
+    def messages(
+        self, episode: Episode, response: str, prompts_dir: str | None, *images: ImagePart
+    ) -> list[Message]:
+        sys_text, user_text, _ = express_prompt(PROMPT, prompts_dir)
+        text = (
+            f"{user_text}\n\nQuestion: {episode.question}\nAnswer: {episode.answer}\n"
+            f"Response: {response}\nYour mark: "
+        )
+        return [*([system(sys_text)] if sys_text else []), user(text, *images)]
+
+    async def score(
+        self,
+        episode: Episode,
+        prediction: Prediction,
+        llm: LLMClient,
+        prompts_dir: str | None = None,
+    ) -> Score:
+        images = [ImagePart(b) for b in prediction.images_for_judge[:1] if b]
+        if not images:
+            log.warning(
+                "%s: no final frame for the EAC judge; judging text only", episode.episode_id
+            )
+        messages = self.messages(episode, prediction.answer or "", prompts_dir, *images)
+        offline = f"Your mark: 1, 3 {OFFLINE_TAG}"
+        c = await llm.acomplete(messages, offline_reply=offline)
+        raw, parsed = c.text, parse_eac(c.text)
+        if parsed is None and self.reask:
+            follow = [*messages, {"role": "assistant", "content": c.text}, user(REASK)]
+            c2 = await llm.acomplete(follow, offline_reply=offline)
+            raw, parsed = f"{c.text}\n---\n{c2.text}", parse_eac(c2.text)
+        if parsed is None:
+            return Score(ok=False, raw=raw, metrics={})
+        return Score(ok=True, raw=raw, metrics=self.episode_metrics(*parsed, prediction.trace))
+
+    @staticmethod
+    def episode_metrics(sigma: float, delta: int, trace: dict[str, Any]) -> dict[str, float]:
+        """Per-episode numbers; path numbers come from the policy's trace."""
+        c = sigma * delta
+        path, gt, d_t = (
+            _num(trace.get("path_len")),
+            _num(trace.get("gt_geodesic")),
+            _num(trace.get("d_t")),
+        )
+        weight = path_weight(gt, path)
+        return {
+            "sigma": float(sigma),
+            "delta": float(delta),
+            "c": float(c),
+            "c_star": float(delta),
+            "path_len": path,
+            "gt_geodesic": gt,
+            "weight": weight,
+            "e_path": min(max(c, 0.0), 5.0) / 5.0 * weight,
+            "d_t": d_t,
+            "d_t_valid": float(math.isfinite(d_t)),
+            "steps_taken": float(trace.get("steps_taken") or 0),
+            "num_steps": float(trace.get("num_steps") or 0),
+            "stopped_early": float(bool(trace.get("stopped_early"))),
+        }
+
+    # -------------------------------------------------------------- aggregation
+    def _answer_values(self, m: dict[str, Any]) -> tuple[float, float, float] | None:
+        """(C, C*, E_path) contributions in [0, 1] of one judged episode; None = excluded."""
+        path = _num(m.get("path_len"))
+        if math.isinf(path) or math.isnan(path):
+            if self.inf_policy == "exclude":
+                return None
+            return 0.0, 0.0, 0.0
+        c = min(max(float(m["c"]), 0.0), 5.0) / 5.0
+        cs = min(max(float(m["c_star"]), 0.0), 5.0) / 5.0
+        return c, cs, c * path_weight(_num(m.get("gt_geodesic")), path)
+
+    def _distance(self, r: dict[str, Any]) -> float | None:
+        """Final goal distance of an ok record (from the trace); None = excluded."""
+        t = r.get("trace") or {}
+        src = t if "d_t" in t else (r.get("metrics") or {})
+        d = _num(src.get("d_t"))
+        if src.get("d_t_valid") in (False, 0, 0.0):
+            d = math.inf
+        if math.isfinite(d):
+            return d
+        if self.inf_policy == "penalize":
+            gt = _num(t.get("gt_geodesic", (r.get("metrics") or {}).get("gt_geodesic")))
+            return gt if math.isfinite(gt) else None
+        return None
+
+    def running_metric(self, metrics: Sequence[dict[str, float]]) -> float | None:
+        vals = [v[0] for m in metrics if "c" in m and (v := self._answer_values(m)) is not None]
+        return 100.0 * sum(vals) / len(vals) if vals else None
+
+    def aggregate(
+        self, records: Sequence[dict[str, Any]], *, bootstrap_samples: int = 1000, seed: int = 0
+    ) -> dict[str, Any]:
+        ok = [r for r in records if r.get("status") == "ok"]
+        scored = [r for r in ok if r.get("judge_ok")]
+        kw = {"samples": bootstrap_samples, "seed": seed}
+        answer = {id(r): self._answer_values(r["metrics"]) for r in scored}
+        dist = {id(r): self._distance(r) for r in ok}
+        kept = [r for r in scored if answer[id(r)] is not None]
+
+        def metric(rs: Sequence[dict[str, Any]], i: int) -> list[float]:
+            return [answer[id(r)][i] for r in rs if answer.get(id(r)) is not None]
+
+        def dists(rs: Sequence[dict[str, Any]]) -> list[float]:
+            return [d for r in rs if (d := dist.get(id(r))) is not None]
+
+        def block(rs_scored: Sequence[dict[str, Any]], rs_ok: Sequence[dict[str, Any]]):
+            return {
+                "C": mean_with_ci(metric(rs_scored, 0), scale=100.0, **kw),
+                "C_star": mean_with_ci(metric(rs_scored, 1), scale=100.0, **kw),
+                "E_path": mean_with_ci(metric(rs_scored, 2), scale=100.0, **kw),
+                "d_T": mean_with_ci(dists(rs_ok), **kw),
+            }
+
+        def groups(key: str) -> dict[str, dict[str, Any]]:
+            names = sorted({str(r.get(key)) for r in ok if r.get(key) is not None})
+            return {
+                g: block(
+                    [r for r in scored if str(r.get(key)) == g],
+                    [r for r in ok if str(r.get(key)) == g],
+                )
+                for g in names
+            }
+
+        inf_path = sum(1 for r in scored if math.isinf(_num(r["metrics"].get("path_len"))))
+        inf_goal = sum(1 for r in ok if not math.isfinite(self._raw_distance(r)))
+        head = block(scored, ok)
+        return {
+            "headline": head,
+            "metric_note": (
+                "EXPRESS-Bench EAC in percent: C = mean 100*clip(sigma*delta,0,5)/5, C_star = "
+                "mean 100*clip(delta,0,5)/5, E_path = mean 100*clip(c,0,5)/5*L/max(P,L) over "
+                "episodes with a parsable judgement; d_T = mean final geodesic distance to the "
+                f"goal (m). inf_policy={self.inf_policy}"
+            ),
+            "inf_policy": self.inf_policy,
+            "excluded": {
+                "infinite_path_len": inf_path if self.inf_policy == "exclude" else 0,
+                "infinite_goal_distance": inf_goal if self.inf_policy == "exclude" else 0,
+                "penalized_path_len": inf_path if self.inf_policy == "penalize" else 0,
+                "penalized_goal_distance": inf_goal if self.inf_policy == "penalize" else 0,
+            },
+            "counts_eac": {
+                "scored": len(scored),
+                "in_C": len(kept),
+                "in_d_T": len(dists(ok)),
+                "stopped_early": sum(1 for r in ok if (r.get("trace") or {}).get("stopped_early")),
+            },
+            "by_category": groups("category"),
+            "by_subset": groups("subset"),  # the split: val / train by HM3D scene number
+            "sigma_histogram": {
+                str(s): sum(1 for r in scored if r["metrics"].get("sigma") == s) for s in SIGMAS
+            },
+            "delta_histogram": {
+                str(d): sum(1 for r in scored if r["metrics"].get("delta") == d)
+                for d in range(1, 6)
+            },
+        }
+
+    @staticmethod
+    def _raw_distance(r: dict[str, Any]) -> float:
+        t = r.get("trace") or {}
+        src = t if "d_t" in t else (r.get("metrics") or {})
+        return math.inf if src.get("d_t_valid") in (False, 0, 0.0) else _num(src.get("d_t"))
+
+    # -------------------------------------------------------------- dry run / prompts
+    def estimate_requests(self, episode: Episode, prompts_dir: str | None) -> list[RequestEstimate]:
+        msgs = self.messages(episode, episode.answer, prompts_dir)
+        return [RequestEstimate("judge", msgs, [self.image_size])]
+
+    def prompts(self, prompts_dir: str | None) -> dict[str, dict[str, object]]:
+        return {PROMPT: express_prompt(PROMPT, prompts_dir)[2].record()}

@@ -1,0 +1,44 @@
+"""EXPRESS config composition: the task picks the EAC judge; the paper preset pins gpt-4o-mini."""
+
+from __future__ import annotations
+
+from hydra.utils import instantiate
+
+from eqa_runner.policies.explore import ExplorePolicy, RandomProposer
+from eqa_runner.scoring.express_eac import EACJudge
+from eqa_runner.tasks.express import ExpressTask
+
+
+def test_task_express_policy_re_composes_with_eac(compose_cfg):
+    cfg = compose_cfg(["task=express", "policy=re"])
+    assert cfg.judge._target_.endswith("EACJudge") and cfg.judge.name == "eac"
+    assert list(cfg.task.policies) == ["re", "fbe"]
+    assert cfg.task.simulator == cfg.sim._target_
+    task, policy, judge = (
+        instantiate(cfg[k], _convert_="all") for k in ("task", "policy", "judge")
+    )
+    assert isinstance(task, ExpressTask) and isinstance(judge, EACJudge)
+    assert isinstance(policy, ExplorePolicy) and isinstance(
+        policy.proposer_factory(), RandomProposer
+    )
+    assert judge.llm_overrides["model"] == "openai/gpt-4o-mini-2024-07-18"
+    assert policy.image_size == (512, 512)
+
+
+def test_habitat_backend_resolves_scenes_in_check(compose_cfg):
+    cfg = compose_cfg(["task=express", "policy=re", "sim=habitat"])
+    assert cfg.task.simulator == "eqa_runner.sim.habitat.HabitatSimulator"
+
+
+def test_paper_preset(compose_cfg):
+    cfg = compose_cfg(["experiment=express_re"])
+    assert cfg.task.name == "express" and cfg.policy.name == "re"
+    assert cfg.llm.model == "openai/gpt-4o-mini-2024-07-18"
+    assert cfg.judge.model == "openai/gpt-4o-mini-2024-07-18"
+    assert cfg.policy.stop_model is None  # the stop check uses llm.model
+    assert (cfg.sim.width, cfg.sim.height, cfg.sim.hfov_deg, cfg.sim.sensor_height_m) == (
+        512,
+        512,
+        90.0,
+        1.5,
+    )

@@ -1,0 +1,191 @@
+"""The exploration loop on a fake simulator: black frames, fallbacks, routing, scene leases."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from eqa_runner.context import EpisodeContext
+from eqa_runner.llm import LLMClient
+from eqa_runner.policies.explore import (
+    ExplorePolicy,
+    RandomProposer,
+    SimSession,
+    Waypoint,
+    WaypointProposer,
+)
+from eqa_runner.sim.base import Observation, SceneSpec, Simulator
+from eqa_runner.types import Episode
+
+
+class FakeSim(Simulator):
+    """A 10 m x 10 m empty floor; Euclidean geodesics; grey or black frames."""
+
+    def __init__(self, black: bool = False) -> None:
+        self.black = black
+        self.pos, self.rot = np.zeros(3), np.array([1.0, 0, 0, 0])
+        self.loads: list[str] = []
+
+    def resolve_scene(self, scenes_dir, scene_id):
+        return SceneSpec(scene_id, Path(f"/fake/{scene_id}.ply"))
+
+    def load_scene(self, scene, *, start_position=None):
+        self.loads.append(scene.scene_id)
+
+    def set_agent_pose(self, position, rotation_wxyz):
+        self.pos, self.rot = np.asarray(position, float), np.asarray(rotation_wxyz, float)
+
+    def agent_pose(self):
+        return self.pos.copy(), self.rot.copy()
+
+    def observe(self):
+        rgb = np.zeros((8, 8, 3), np.uint8) if self.black else np.full((8, 8, 3), 90, np.uint8)
+        return Observation(rgb, np.ones((8, 8), np.float32), np.eye(4), np.eye(3))
+
+    def _inside(self, p):
+        return bool(np.all(np.isfinite(p)) and 0 <= p[0] <= 10 and 0 <= p[2] <= 10)
+
+    def snap_point(self, p):
+        p = np.array(p, float)
+        return np.array([p[0], 0.0, p[2]]) if self._inside(p) else np.full(3, np.nan)
+
+    def random_navigable_point_near(self, p, radius, rng):
+        for _ in range(100):
+            q = np.asarray(p, float) + np.array([rng.uniform(-radius, radius), 0.0,
+                                                 rng.uniform(-radius, radius)])  # fmt: skip
+            if self._inside(q) and np.hypot(q[0] - p[0], q[2] - p[2]) <= radius:
+                return np.array([q[0], 0.0, q[2]])
+        return np.full(3, np.nan)
+
+    def geodesic_distance(self, a, b):
+        return float(np.linalg.norm(np.asarray(a, float) - np.asarray(b, float)))
+
+    def bounds(self):
+        return np.zeros(3), np.array([10.0, 0.0, 10.0])
+
+    def is_navigable(self, p):
+        return self._inside(np.asarray(p, float))
+
+    def close(self):
+        pass
+
+
+class NaNProposer(WaypointProposer):
+    name = "nan"
+
+    def propose(self, agent_state):
+        return Waypoint((math.nan, math.nan), math.nan, "nan", {"why": "test"})
+
+
+class _Task:
+    scenes_dir = Path("/fake")
+
+    def resolve_scene(self, episode, sim):
+        return sim.resolve_scene(self.scenes_dir, episode.scene)
+
+
+def _episode(i: int, scene: str = "00800-A") -> Episode:
+    return Episode(
+        str(i), f"Question {i}?", "yes", "object", scene=scene,
+        meta={"start_position": [5.0, 0.0, 5.0], "start_rotation": [1.0, 0.0, 0.0, 0.0],
+              "goal_position": [8.0, 0.0, 9.0], "geodesic_distance": 5.0},
+    )  # fmt: skip
+
+
+def _run(policy, episodes, sim, tmp_path, artifacts=False):
+    session = SimSession(sim)
+    llm = LLMClient({"model": "offline"}, role="policy")
+
+    async def main():
+        with ThreadPoolExecutor(2) as pool:
+            ctxs = [
+                EpisodeContext(
+                    llm=llm,
+                    rng=np.random.default_rng(int(e.episode_id)),
+                    seed=0,
+                    executor=pool,
+                    task=_Task(),
+                    run_dir=tmp_path,
+                    artifacts_dir=(tmp_path / "art" / e.episode_id) if artifacts else None,
+                    resources={"sim_session": session},
+                )  # fmt: skip
+                for e in episodes
+            ]
+            return await asyncio.gather(
+                *(policy.predict(e, c) for e, c in zip(episodes, ctxs, strict=True))
+            )
+
+    try:
+        return asyncio.run(main()), session
+    finally:
+        session.close()
+
+
+def test_black_frames_never_stop_and_answer_blind(tmp_path):
+    policy = ExplorePolicy(proposer=RandomProposer, max_steps=5)
+    (pred,), _ = _run(policy, [_episode(1)], FakeSim(black=True), tmp_path)
+    t = pred.trace
+    assert t["num_steps"] == 5 and t["steps_taken"] == 5  # budget int(sqrt(100)*3)=30, capped
+    assert not t["stopped_early"] and t["answer_prompt"] == "random_answer"
+    assert all(s["black"] and "stop_reply" not in s for s in t["steps"])
+    assert t["path_len"] == pytest.approx(sum(s["hop_m"] for s in t["steps"]))
+    assert t["path_len"] > 0
+    assert t["judge_images"] == ["judge_images/1.png"]
+    assert (tmp_path / "judge_images" / "1.png").read_bytes() == pred.images_for_judge[0]
+    assert pred.images_for_judge[0].startswith(b"\x89PNG")
+    # d_t from the final position (after the last hop, as upstream)
+    final = np.array(t["final_position"])
+    assert t["d_t"] == pytest.approx(np.linalg.norm(final - [8.0, 0.0, 9.0]), abs=1e-3)
+
+
+def test_nan_waypoint_falls_back_to_random_point_within_3m(tmp_path):
+    policy = ExplorePolicy(proposer=NaNProposer, max_steps=4)
+    (pred,), _ = _run(policy, [_episode(2)], FakeSim(black=True), tmp_path)
+    for s in pred.trace["steps"]:
+        assert s["fallback"] and not s["snapped"] and s["source"] == "nan"
+        assert math.dist(s["position"], s["next_position"]) <= 3.0 + 1e-9
+        assert s["info"] == {"why": "test"}
+
+
+def test_offline_stop_check_stops_at_step_2_with_decision_frame(tmp_path):
+    policy = ExplorePolicy(proposer=RandomProposer)
+    (pred,), _ = _run(policy, [_episode(3)], FakeSim(), tmp_path, artifacts=True)
+    t = pred.trace
+    assert t["stopped_early"] and t["steps_taken"] == 3 and t["answer_prompt"] == "answer"
+    assert [s["stop_reply"].split()[0] for s in t["steps"]] == ["no", "no", "yes"]
+    assert "[offline placeholder]" in t["steps"][0]["stop_reply"]
+    assert "hop_m" not in t["steps"][-1]  # no hop after the decision
+    assert sorted(p.name for p in (tmp_path / "art" / "3").iterdir()) == [
+        "step_000.png", "step_001.png", "step_002.png"
+    ]  # fmt: skip
+
+
+def test_scene_leases_load_each_scene_once(tmp_path):
+    sim = FakeSim()
+    eps = [_episode(i, "00800-A") for i in range(3)] + [_episode(i, "00801-B") for i in (4, 5)]
+    eps.append(_episode(6, "00800-A"))  # out of order: joins A's lease while A is in use
+    preds, session = _run(ExplorePolicy(max_steps=3), eps, sim, tmp_path)
+    assert len(preds) == 6
+    assert sim.loads == ["00800-A", "00801-B"]  # B waited until no episode used A
+    assert session.scene_loads == 2
+
+
+def test_same_rng_same_path(tmp_path):
+    policy = ExplorePolicy(max_steps=6)
+    (a,), _ = _run(policy, [_episode(7)], FakeSim(black=True), tmp_path)
+    (b,), _ = _run(policy, [_episode(7)], FakeSim(black=True), tmp_path)
+    assert [s["next_position"] for s in a.trace["steps"]] == [
+        s["next_position"] for s in b.trace["steps"]
+    ]
+
+
+def test_proposer_must_be_a_factory():
+    with pytest.raises(TypeError, match="_partial_"):
+        ExplorePolicy(proposer=RandomProposer())
+    with pytest.raises(ValueError, match="stop_match"):
+        ExplorePolicy(stop_match="maybe")
