@@ -1,0 +1,489 @@
+"""``python -m eqa_runner.data fetch|check openeqa|express``: stage and verify datasets.
+
+``fetch openeqa`` downloads the question file and the benchmark's original prompt files from the
+upstream repository (raw files over HTTPS) and the per-episode frame archives from a Hugging Face
+mirror (or a local directory with the same layout), extracting each into
+``<data_dir>/episodes/<subset>-v0/<episode_id>/``. ``fetch express`` downloads the question file
+and prompt files and prints how to obtain the HM3D scenes (licensed; not downloadable here).
+``check`` verifies that every question's frames / scene is present and readable (exit code 1 if
+not). The check functions are importable: :func:`check_openeqa`, :func:`check_express`.
+See docs/data.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eqa_runner.datasets.sources import (
+    DEFAULT_PATTERN,
+    FetchError,
+    FrameSource,
+    HFFrameSource,
+    LocalFrameSource,
+    download_url,
+    extract_episode,
+    is_complete,
+)
+
+OPENEQA_BASE_URL = "https://raw.githubusercontent.com/facebookresearch/open-eqa/main/"
+OPENEQA_QUESTIONS = "data/open-eqa-v0.json"
+OPENEQA_PROMPTS = ("blind-llm", "gpt4v", "mmbench", "mmbench-extra")
+OPENEQA_PROMPTS_PATH = "prompts/{name}.txt"
+OPENEQA_HF_REPO = "AIGeeksGroup/OpenEQA"
+
+EXPRESS_BASE_URL = "https://raw.githubusercontent.com/HCPLab-SYSU/EXPRESS-Bench/main/"
+EXPRESS_QUESTIONS = "data/express-bench.json"
+EXPRESS_PROMPTS = ("answer", "evaluation", "explore", "random_answer")
+EXPRESS_PROMPTS_PATH = "prompt/{name}.txt"
+
+GLB_SUFFIXES = (".basis.glb", ".glb")
+NAVMESH_SUFFIXES = (".basis.navmesh", ".navmesh")
+DEMO_MESH_SUFFIXES = (".ply",)
+
+PNG_SIG = b"\x89PNG\r\n\x1a\n"
+JPEG_SIG = b"\xff\xd8\xff"
+
+
+# ----------------------------------------------------------------------------- check
+
+
+@dataclass
+class CheckReport:
+    """Result of a data check: problems (empty = fine) and per-subset statistics."""
+
+    benchmark: str
+    questions: int = 0
+    items: int = 0  # episodes (OpenEQA) or scenes (EXPRESS) referenced by the questions
+    missing: list[str] = field(default_factory=list)
+    broken: list[str] = field(default_factory=list)
+    stats: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing and not self.broken
+
+    def problems(self) -> list[str]:
+        return [f"missing: {m}" for m in self.missing] + [f"broken: {b}" for b in self.broken]
+
+    def render(self) -> str:
+        unit = "episodes" if self.benchmark == "openeqa" else "scenes"
+        lines = [f"{self.benchmark}: {self.questions} questions over {self.items} {unit}"]
+        for sub, st in sorted(self.stats.items()):
+            sizes = ", ".join(f"{s} x{n}" for s, n in st.get("sizes", {}).items())
+            extra = f"; {st['frames']} frames; sizes {sizes or '-'}" if "frames" in st else ""
+            lines.append(
+                f"  {sub}: {st['present']}/{st['expected']} {unit} present, "
+                f"{st['questions']} questions{extra}"
+            )
+        for p in self.problems():
+            lines.append(f"  {p}")
+        lines.append(
+            "OK" if self.ok else f"FAILED: {len(self.missing)} missing, {len(self.broken)} broken"
+        )
+        return "\n".join(lines)
+
+
+def image_header(path: Path) -> tuple[int, int] | str:
+    """(width, height) from the file header, or a reason string when the file is broken.
+
+    Zero-byte files, unknown signatures and undecodable headers are broken. PNG sizes are read
+    from the IHDR chunk directly; other formats through PIL's lazy ``Image.open`` (header only).
+    """
+    try:
+        with Path(path).open("rb") as fh:
+            head = fh.read(32)
+    except OSError as e:
+        return f"unreadable ({e.strerror})"
+    if not head:
+        return "empty file"
+    if head.startswith(PNG_SIG):
+        if len(head) < 24 or head[12:16] != b"IHDR":
+            return "truncated PNG header"
+        w, h = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+        return (w, h) if w > 0 and h > 0 else "PNG header with zero size"
+    try:
+        from PIL import Image
+
+        with Image.open(path) as im:
+            return im.size
+    except Exception as e:
+        return f"undecodable ({type(e).__name__})"
+
+
+def check_episode_frames(episode_dir: Path) -> tuple[list[Path], list[str], Counter]:
+    """(frames, broken reasons, size counter) of one OpenEQA episode folder."""
+    from eqa_runner.tasks.openeqa_em import list_frames
+
+    frames = list_frames(Path(episode_dir))
+    broken: list[str] = []
+    sizes: Counter = Counter()
+    for f in frames:
+        res = image_header(f)
+        if isinstance(res, str):
+            broken.append(f"{f}: {res}")
+        else:
+            sizes[f"{res[0]}x{res[1]}"] += 1
+    return frames, broken, sizes
+
+
+def check_openeqa(
+    data_dir: Path,
+    questions_file: Path | None = None,
+    episodes_dir: Path | None = None,
+    subset: str | None = None,
+) -> CheckReport:
+    """Every question's episode folder has RGB frames with readable headers."""
+    from eqa_runner.tasks.openeqa_em import QUESTIONS_FILE, load_questions
+
+    data_dir = Path(data_dir)
+    qfile = Path(questions_file) if questions_file else data_dir / QUESTIONS_FILE
+    episodes_dir = Path(episodes_dir) if episodes_dir else data_dir / "episodes"
+    eps = load_questions(qfile, allow_unknown_categories=True)
+    if subset:
+        eps = [e for e in eps if e.meta["subset"] == subset]
+    rep = CheckReport("openeqa", questions=len(eps))
+    by_hist: dict[str, list] = defaultdict(list)
+    for e in eps:
+        by_hist[e.scene].append(e)
+    rep.items = len(by_hist)
+    for hist in sorted(by_hist):
+        sub = by_hist[hist][0].meta["subset"]
+        st = rep.stats.setdefault(
+            sub, {"expected": 0, "present": 0, "questions": 0, "frames": 0, "sizes": Counter()}
+        )
+        st["expected"] += 1
+        st["questions"] += len(by_hist[hist])
+        d = episodes_dir / hist
+        frames, broken, sizes = check_episode_frames(d)
+        if not frames:
+            why = "folder missing" if not d.exists() else "no RGB frames"
+            rep.missing.append(f"{d} ({why}; {len(by_hist[hist])} questions)")
+            continue
+        st["present"] += 1
+        st["frames"] += len(frames)
+        st["sizes"].update(sizes)
+        rep.broken.extend(broken)
+    for st in rep.stats.values():
+        st["sizes"] = dict(st["sizes"].most_common())
+    return rep
+
+
+def _find(scenes_dir: Path, scene: str, suffixes: tuple[str, ...]) -> Path | None:
+    from eqa_runner.sim.base import find_scene_file
+
+    try:
+        return find_scene_file(scenes_dir, scene, suffixes)
+    except FileNotFoundError:
+        return None
+
+
+def check_express(
+    data_dir: Path, questions_file: Path | None = None, scenes_dir: Path | None = None
+) -> CheckReport:
+    """Every question's scene has a ``.glb`` + ``.navmesh`` (or a demo ``.ply``), non-empty."""
+    from eqa_runner.tasks.express import QUESTIONS_FILE, load_questions
+
+    data_dir = Path(data_dir)
+    qfile = Path(questions_file) if questions_file else data_dir / QUESTIONS_FILE
+    scenes_dir = Path(scenes_dir) if scenes_dir else data_dir / "scenes"
+    eps = load_questions(qfile)
+    rep = CheckReport("express", questions=len(eps))
+    by_scene: dict[str, list] = defaultdict(list)
+    for e in eps:
+        by_scene[e.scene].append(e)
+    rep.items = len(by_scene)
+    for scene in sorted(by_scene):
+        sub = by_scene[scene][0].meta.get("split", "all")
+        st = rep.stats.setdefault(sub, {"expected": 0, "present": 0, "questions": 0})
+        st["expected"] += 1
+        st["questions"] += len(by_scene[scene])
+        ply = _find(scenes_dir, scene, DEMO_MESH_SUFFIXES)
+        glb = _find(scenes_dir, scene, GLB_SUFFIXES)
+        nav = _find(scenes_dir, scene, NAVMESH_SUFFIXES)
+        files = [ply] if ply and not glb else [glb, nav]
+        if not all(files):
+            what = "mesh (.basis.glb)" if not glb else "navmesh (.basis.navmesh)"
+            rep.missing.append(
+                f"scene {scene}: no {what} under {scenes_dir} ({len(by_scene[scene])} questions)"
+            )
+            continue
+        empty = [str(p) for p in files if p is not None and p.stat().st_size == 0]
+        if empty:
+            rep.broken.extend(f"{p}: empty file" for p in empty)
+            continue
+        st["present"] += 1
+    return rep
+
+
+# ----------------------------------------------------------------------------- fetch
+
+
+def fetch_raw_files(
+    base_url: str, files: dict[str, Path], *, force: bool = False, log=print
+) -> list[Path]:
+    """Download ``{relative url: destination}``; existing destinations are kept unless forced."""
+    base = base_url if base_url.endswith("/") else base_url + "/"
+    out = []
+    for rel, dest in files.items():
+        if dest.is_file() and dest.stat().st_size > 0 and not force:
+            log(f"[skip] {dest} exists")
+        else:
+            download_url(base + rel, dest)
+            log(f"[ok]   {base + rel} -> {dest}")
+        out.append(dest)
+    return out
+
+
+def openeqa_raw_files(data_dir: Path) -> dict[str, Path]:
+    files = {OPENEQA_QUESTIONS: data_dir / "open-eqa-v0.json"}
+    for name in OPENEQA_PROMPTS:
+        files[OPENEQA_PROMPTS_PATH.format(name=name)] = data_dir / "prompts" / f"{name}.txt"
+    return files
+
+
+def express_raw_files(data_dir: Path) -> dict[str, Path]:
+    files = {EXPRESS_QUESTIONS: data_dir / "express-bench.json"}
+    for name in EXPRESS_PROMPTS:
+        files[EXPRESS_PROMPTS_PATH.format(name=name)] = data_dir / "prompts" / f"{name}.txt"
+    return files
+
+
+def wanted_episodes(questions_file: Path, subset: str) -> list[str]:
+    """Episode ids (folder names) of ``subset`` referenced by the OpenEQA question file."""
+    data = json.loads(Path(questions_file).read_text(encoding="utf-8-sig"))
+    ids = set()
+    for rec in data:
+        hist = str(rec.get("episode_history", ""))
+        head, _, eid = hist.partition("/")
+        if head.lower().startswith(subset) and eid:
+            ids.add(eid)
+    return sorted(ids)
+
+
+@dataclass
+class FetchResult:
+    extracted: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    not_in_source: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    expected: int = 0
+    present: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.not_in_source and not self.failed and self.present == self.expected
+
+
+def fetch_openeqa_frames(
+    source: FrameSource,
+    data_dir: Path,
+    subset: str,
+    *,
+    questions_file: Path | None = None,
+    limit_episodes: int | None = None,
+    download_dir: Path | None = None,
+    keep_archives: bool = False,
+    progress: bool = True,
+) -> FetchResult:
+    """Download + extract the frame archives of ``subset``; finished episodes are skipped."""
+    from tqdm import tqdm
+
+    data_dir = Path(data_dir)
+    qfile = Path(questions_file) if questions_file else data_dir / "open-eqa-v0.json"
+    wanted = wanted_episodes(qfile, subset)
+    if limit_episodes is not None:
+        wanted = wanted[: max(0, limit_episodes)]
+    target_root = data_dir / "episodes" / f"{subset}-v0"
+    dl_dir = Path(download_dir) if download_dir else data_dir / "_downloads"
+    res = FetchResult(expected=len(wanted))
+    todo = [e for e in wanted if not is_complete(target_root / e)]
+    res.skipped = [e for e in wanted if e not in todo]
+    available = source.archives(subset) if todo else {}
+    for eid in tqdm(todo, desc=f"{subset} episodes", unit="ep", disable=not progress):
+        name = available.get(eid)
+        if name is None:
+            res.not_in_source.append(eid)
+            continue
+        try:
+            archive = source.download(name, dl_dir)
+            extract_episode(archive, target_root / eid)
+        except FetchError as e:
+            res.failed.append(f"{eid}: {e}")
+            continue
+        if not keep_archives and not isinstance(source, LocalFrameSource):
+            Path(archive).unlink(missing_ok=True)
+        res.extracted.append(eid)
+    res.present = sum(1 for e in wanted if is_complete(target_root / e))
+    return res
+
+
+HM3D_INSTRUCTIONS = """\
+HM3D scenes cannot be downloaded by eqa_runner (Matterport licence: request access first at
+https://matterport.com/habitat-matterport-3d-research-dataset and
+https://aihabitat.org/datasets/hm3d/). With your API token:
+
+  python -m habitat_sim.utils.datasets_download --username <api-token-id> \\
+      --password <api-token-secret> --uids hm3d_val_v0.2 hm3d_train_v0.2 \\
+      --data-path <download dir>
+
+You need the v0.2 "{{split}}-glb" (hm3d-{{split}}-glb-v0.2.tar) and "{{split}}-habitat"
+(navmeshes, hm3d-{{split}}-habitat-v0.2.tar) archives of the val and train splits
+({n_val} val and {n_train} train scenes are referenced by the question file).
+Put each scene at
+
+  {scenes}/<split>/<NNNNN-id>/<id>.basis.glb
+  {scenes}/<split>/<NNNNN-id>/<id>.basis.navmesh
+
+e.g. {scenes}/val/00800-TEEsavR23oF/TEEsavR23oF.basis.glb (a symlink to the habitat data dir
+works too: ln -s <download dir>/hm3d/val {scenes}/val). Then run
+`python -m eqa_runner.data check express --data-dir {data_dir}`.
+"""
+
+
+def express_instructions(data_dir: Path) -> str:
+    qfile = Path(data_dir) / "express-bench.json"
+    n_val = n_train = "?"
+    try:
+        from eqa_runner.tasks.express import load_questions
+
+        eps = load_questions(qfile)
+        scenes = {(e.scene, e.meta["split"]) for e in eps}
+        n_val = str(sum(1 for _, s in scenes if s == "val"))
+        n_train = str(sum(1 for _, s in scenes if s == "train"))
+    except Exception:
+        pass
+    return HM3D_INSTRUCTIONS.format(
+        scenes=Path(data_dir) / "scenes", data_dir=data_dir, n_val=n_val, n_train=n_train
+    )
+
+
+# ----------------------------------------------------------------------------- CLI
+
+
+def _frame_source(args: argparse.Namespace) -> FrameSource:
+    if args.frames_dir:
+        return LocalFrameSource(Path(args.frames_dir), args.archive_pattern)
+    return HFFrameSource(args.hf_repo, args.archive_pattern, revision=args.hf_revision)
+
+
+def cmd_fetch(args: argparse.Namespace) -> int:
+    data_dir = Path(args.data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    if args.benchmark == "express":
+        fetch_raw_files(
+            args.base_url or EXPRESS_BASE_URL, express_raw_files(data_dir), force=args.force
+        )
+        print(f"prompt files: use prompts.dir={data_dir / 'prompts'}")
+        print(express_instructions(data_dir))
+        return 0
+    fetch_raw_files(
+        args.base_url or OPENEQA_BASE_URL, openeqa_raw_files(data_dir), force=args.force
+    )
+    print(f"prompt files: use prompts.dir={data_dir / 'prompts'}")
+    if args.questions_only:
+        return 0
+    source = _frame_source(args)
+    subsets = [args.subset] if args.subset else ["hm3d", "scannet"]
+    ok = True
+    for subset in subsets:
+        print(f"frames of {subset} from {source.describe()} (pattern {source.pattern!r})")
+        res = fetch_openeqa_frames(
+            source,
+            data_dir,
+            subset,
+            limit_episodes=args.limit_episodes,
+            keep_archives=args.keep_archives,
+            progress=not args.no_progress,
+        )
+        print(
+            f"{subset}: {res.present}/{res.expected} episodes present "
+            f"({len(res.extracted)} extracted, {len(res.skipped)} already complete)"
+        )
+        for eid in res.not_in_source:
+            expected = source.pattern.format(subset=subset, episode=eid)
+            print(f"  not in source: {eid} (expected {expected})")
+        for f in res.failed:
+            print(f"  failed: {f}")
+        ok = ok and res.ok
+    if not ok:
+        print("fetch incomplete: re-run the same command to resume", file=sys.stderr)
+    return 0 if ok else 1
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from eqa_runner.tasks.base import DataError
+
+    try:
+        if args.benchmark == "openeqa":
+            rep = check_openeqa(
+                Path(args.data_dir), args.questions_file, args.episodes_dir, args.subset
+            )
+        else:
+            rep = check_express(Path(args.data_dir), args.questions_file, args.scenes_dir)
+    except DataError as e:
+        print(f"FAILED: {e}")
+        return 1
+    print(rep.render())
+    if not rep.ok and args.benchmark == "express" and rep.missing:
+        print(f"\nTo stage the scenes:\n{express_instructions(Path(args.data_dir))}")
+    return 0 if rep.ok else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m eqa_runner.data",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = ap.add_subparsers(dest="command", required=True)
+    f = sub.add_parser("fetch", help="download a benchmark's questions, prompts and frames")
+    f.add_argument("benchmark", choices=["openeqa", "express"])
+    f.add_argument("--data-dir", default=None, help="default data/openeqa or data/express")
+    f.add_argument("--subset", choices=["hm3d", "scannet"], default=None, help="default: both")
+    f.add_argument("--limit-episodes", type=int, default=None, help="first N episodes only")
+    f.add_argument("--base-url", default=None, help="raw-file base URL of the upstream repo")
+    f.add_argument("--hf-repo", default=OPENEQA_HF_REPO, help="HF dataset with frame archives")
+    f.add_argument("--hf-revision", default=None)
+    f.add_argument(
+        "--frames-dir",
+        default=None,
+        help="a local directory laid out like the HF repo, used instead of the hub",
+    )
+    f.add_argument(
+        "--archive-pattern",
+        default=DEFAULT_PATTERN,
+        help="archive names in the source (fields {subset}, {episode})",
+    )
+    f.add_argument("--questions-only", action="store_true", help="question + prompt files only")
+    f.add_argument("--keep-archives", action="store_true")
+    f.add_argument("--force", action="store_true", help="re-download existing raw files")
+    f.add_argument("--no-progress", action="store_true")
+    c = sub.add_parser("check", help="verify that every question's frames / scene is present")
+    c.add_argument("benchmark", choices=["openeqa", "express"])
+    c.add_argument("--data-dir", default=None)
+    c.add_argument("--questions-file", type=Path, default=None)
+    c.add_argument("--episodes-dir", type=Path, default=None, help="OpenEQA: default data/episodes")
+    c.add_argument("--scenes-dir", type=Path, default=None, help="EXPRESS: default data/scenes")
+    c.add_argument("--subset", choices=["hm3d", "scannet"], default=None)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.data_dir is None:
+        args.data_dir = f"data/{args.benchmark}"
+    try:
+        return cmd_fetch(args) if args.command == "fetch" else cmd_check(args)
+    except FetchError as e:
+        print(f"FAILED: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
