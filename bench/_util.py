@@ -33,9 +33,21 @@ def llm_server_process(config: dict) -> Iterator[str]:
         cfg, port_file = Path(tmp) / "rules.json", Path(tmp) / "port"
         cfg.write_text(json.dumps(config))
         proc = subprocess.Popen(
-            [sys.executable, "-m", "eqa_runner.testing.llm_server", "--port", "0",
-             "--config", str(cfg), "--port-file", str(port_file)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+            [
+                sys.executable,
+                "-m",
+                "eqa_runner.testing.llm_server",
+                "--port",
+                "0",
+                "--config",
+                str(cfg),
+                "--port-file",
+                str(port_file),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=ROOT,
+        )
         try:
             deadline = time.time() + 20
             while not port_file.exists() or not port_file.read_text().strip():

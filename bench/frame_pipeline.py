@@ -33,13 +33,19 @@ def make_frames(d: Path, n: int, seed: int = 0) -> list[Path]:
     yy, xx = np.mgrid[0:1080, 0:1920].astype(np.float32)
     paths = []
     for i in range(n):
-        base = np.stack([np.sin(xx / (200 + 10 * i)) * 60 + 120,
-                         np.cos(yy / (150 + 7 * i)) * 50 + 110,
-                         (xx + yy) / 3000 * 80 + 90], axis=-1)
+        base = np.stack(
+            [
+                np.sin(xx / (200 + 10 * i)) * 60 + 120,
+                np.cos(yy / (150 + 7 * i)) * 50 + 110,
+                (xx + yy) / 3000 * 80 + 90,
+            ],
+            axis=-1,
+        )
         for _ in range(12):  # furniture-like blocks
             x0, y0 = rng.integers(0, 1700), rng.integers(0, 900)
-            base[y0:y0 + rng.integers(60, 300), x0:x0 + rng.integers(60, 400)] = \
-                rng.integers(30, 230, size=3)
+            base[y0 : y0 + rng.integers(60, 300), x0 : x0 + rng.integers(60, 400)] = rng.integers(
+                30, 230, size=3
+            )
         img = np.clip(base + rng.normal(0, 4, base.shape), 0, 255).astype(np.uint8)
         p = d / f"{i:05d}-rgb.png"
         Image.fromarray(img).save(p)
@@ -107,17 +113,26 @@ def main() -> None:
         for _ in range(100):
             list_frames(ep_dir)
         list_ms = (time.perf_counter() - t0) * 10
-        out = subprocess.run([sys.executable, "-c", EPISODE_RSS, tmp], capture_output=True,
-                             text=True, check=True, cwd=ROOT).stdout.split()
+        out = subprocess.run(
+            [sys.executable, "-c", EPISODE_RSS, tmp],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+        ).stdout.split()
         base_rss, ep_rss = float(out[0]), float(out[1])
-    print(f"frames: {args.frames} x 1920x1080 PNG ({size_mb:.1f} MB on disk), "
-          f"{args.workers} threads, median of {args.repeats}")
+    print(
+        f"frames: {args.frames} x 1920x1080 PNG ({size_mb:.1f} MB on disk), "
+        f"{args.workers} threads, median of {args.repeats}"
+    )
     print(f"bare PIL decode      : {args.frames / d:7.1f} frames/s")
     print(f"decode+resize+encode : {args.frames / p:7.1f} frames/s")
     print(f"pipeline / decode    : {d / p:.2f}   (target >= 0.80)")
     print(f"list episode folder  : {list_ms:.2f} ms (paths only, nothing decoded)")
-    print(f"peak RSS, one K=50 episode (fresh process): {ep_rss:.0f} MB "
-          f"(after imports {base_rss:.0f} MB; target <= 250 MB)")
+    print(
+        f"peak RSS, one K=50 episode (fresh process): {ep_rss:.0f} MB "
+        f"(after imports {base_rss:.0f} MB; target <= 250 MB)"
+    )
 
 
 if __name__ == "__main__":
