@@ -56,6 +56,7 @@ def usage_totals(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "cost_unknown_calls": 0,
         "cached_calls": 0,
         "retries": 0,
+        "failed_calls": 0,
     }
     for r in records:
         u = r.get("usage") or {}
@@ -66,6 +67,7 @@ def usage_totals(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "cached_calls",
             "retries",
             "cost_unknown_calls",
+            "failed_calls",
         ):
             tot[k] += int(u.get(k) or 0)
         if u.get("cost_usd") is not None:
