@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
@@ -25,6 +26,14 @@ def app(cfg: DictConfig) -> object:
     try:
         return run(cfg)
     except (ConfigError, DataError, RunDirError, ConfigSecretError) as e:
+        if isinstance(e, ConfigSecretError):  # a key from a config file: blank Hydra's copies
+            from hydra.core.hydra_config import HydraConfig
+
+            from eqa_runner.llm import redact_saved_configs
+
+            hc = HydraConfig.get()
+            if hc.output_subdir:
+                redact_saved_configs(Path(hc.runtime.output_dir) / hc.output_subdir)
         log.error("%s", e)
         print(f"error: {e}", file=sys.stderr, flush=True)
         sys.exit(2)
@@ -47,7 +56,22 @@ def expand_num_shards(argv: list[str]) -> list[str]:
 
 
 def main() -> None:
+    from eqa_runner.cli_help import render_help, wants_fast_help
+
+    if wants_fast_help(sys.argv[1:]):
+        sys.stdout.write(render_help())
+        return
+    from eqa_runner.llm import secret_overrides
+
+    refusal = secret_overrides(sys.argv[1:])  # before Hydra writes overrides into .hydra/
+    if refusal:
+        print(f"error: {refusal}", file=sys.stderr, flush=True)
+        sys.exit(2)
     sys.argv[1:] = expand_num_shards(sys.argv[1:])
+    if {"-m", "--multirun", "hydra.mode=MULTIRUN"} & set(sys.argv[1:]):
+        from eqa_runner.launcher import install
+
+        install()  # submitit sweeps wait for every job and report the failed ones
     app()
 
 

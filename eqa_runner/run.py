@@ -147,6 +147,9 @@ def llm_clients(cfg: DictConfig, judge: Judge, salt: dict[str, str]) -> tuple[LL
     judge_cfg = {**base, **{k: v for k, v in judge.llm_overrides.items()}}
     judge_llm = LLMClient(judge_cfg, role="judge", cache=cache, cache_salt=salt)
     for client, key in ((policy_llm, "llm"), (judge_llm, "judge")):
+        problem = client.unknown_model()
+        if problem:
+            raise ConfigError(f"{key}.model={client.model}: {problem}")
         missing = client.missing_credentials()
         if missing:
             raise ConfigError(
@@ -349,7 +352,16 @@ def _run_locked(
 ) -> dict[str, Any]:
     jsonl = out_dir / EPISODES_FILE
     existing = read_records(jsonl)
-    if existing and not cfg.run.resume:
+    restarts = os.environ.get("SLURM_RESTART_COUNT", "0")
+    if existing and not cfg.run.resume and restarts.isdigit() and int(restarts) >= 1:
+        # SLURM requeued this job (preemption / time limit): same config, same run dir.
+        log.warning(
+            "requeued SLURM job (SLURM_RESTART_COUNT=%s): auto-resuming %s (%d records)",
+            restarts,
+            jsonl,
+            len(existing),
+        )
+    elif existing and not cfg.run.resume:
         raise RunDirError(
             f"{jsonl} already holds {len(existing)} records; pass run.resume=true "
             "to continue this run, or choose a new hydra.run.dir."

@@ -1,0 +1,185 @@
+"""Sweeps through hydra-submitit-launcher (``hydra/launcher=slurm|local``) that wait for every job.
+
+The plugin's launchers stop at the first failed job. :func:`install` (called by ``python -m
+eqa_runner`` before Hydra starts) gives them a ``launch`` that submits the same job array, waits
+for all of it, and prints which jobs failed, where their logs are and a ready-to-paste command
+that reruns just those jobs into their own run dirs with ``run.resume=true``. (Hydra only
+instantiates launchers from the ``hydra_plugins`` package, so a subclass in ``eqa_runner`` cannot
+be selected by ``_target_``.) A requeued job (preemption, time limit) runs the same pickled Hydra
+job again (the plugin's ``checkpoint``); ``run.run`` then resumes its run dir by itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from hydra.core.singleton import Singleton
+from hydra.core.utils import JobReturn, JobStatus, filter_overrides
+from hydra_plugins.hydra_submitit_launcher import submitit_launcher as plugin
+from omegaconf import OmegaConf, open_dict
+
+log = logging.getLogger(__name__)
+
+# Hydra override values that need no quoting (anything else is wrapped in "...").
+_PLAIN = re.compile(r"^[A-Za-z0-9_./@:+-]*$")
+# hydra.* overrides that the rerun command sets itself.
+_DROP = ("hydra.sweep.dir=", "hydra.sweep.subdir=", "hydra.mode=", "run.resume=")
+
+
+class _WaitForAll:
+    """Mixin over the plugin's ``BaseSubmititLauncher``: same submission, all jobs awaited."""
+
+    _EXECUTOR: str
+    params: dict[str, Any]
+    config: Any
+    hydra_context: Any
+
+    def _executor(self) -> Any:
+        import submitit
+
+        init = {"folder": self.params["submitit_folder"]}
+        if "max_num_timeout" in self.params:
+            init[f"{self._EXECUTOR}_max_num_timeout"] = self.params["max_num_timeout"]
+        executor = submitit.AutoExecutor(cluster=self._EXECUTOR, **init)
+        base_keys = set(OmegaConf.structured(plugin.BaseQueueConf).keys())
+        executor.update_parameters(
+            **{
+                k if k in base_keys else f"{self._EXECUTOR}_{k}": v
+                for k, v in self.params.items()
+                if k not in ("submitit_folder", "max_num_timeout")
+            }
+        )
+        return executor
+
+    def launch(
+        self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int
+    ) -> Sequence[JobReturn]:
+        sweep_dir = Path(str(self.config.hydra.sweep.dir)).absolute()
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        executor = self._executor()
+        log.info(f"Submitit '{self._EXECUTOR}' sweep output dir : {sweep_dir}")
+        nums = [initial_job_idx + k for k in range(len(job_overrides))]
+        for num, ov in zip(nums, job_overrides, strict=True):
+            log.info(f"\t#{num} : {' '.join(filter_overrides(ov))}")
+        state = Singleton.get_state()
+        jobs = executor.map_array(
+            self,
+            [list(ov) for ov in job_overrides],
+            ["hydra.sweep.dir"] * len(nums),
+            nums,
+            [f"job_id_for_{n}" for n in nums],
+            [state] * len(nums),
+        )
+        results: list[JobReturn] = []
+        failed: list[dict[str, Any]] = []
+        for num, ov, job in zip(nums, job_overrides, jobs, strict=True):
+            try:
+                ret = job.results()[0]
+            except Exception as exc:  # noqa: BLE001 - the job died (no result): reported below
+                ret = JobReturn(overrides=list(ov), status=JobStatus.FAILED, _return_value=exc)
+            results.append(ret)
+            if ret.status != JobStatus.COMPLETED:
+                failed.append({"num": num, "overrides": list(ov), "job": job, "error": ret})
+        if failed:
+            print(self._failure_report(failed, len(nums), sweep_dir), flush=True)
+        return results
+
+    def _subdir(self, overrides: list[str], num: int) -> str | None:
+        """The job's run-dir name inside the sweep dir (``hydra.sweep.subdir`` resolved)."""
+        try:
+            cfg = self.hydra_context.config_loader.load_sweep_config(self.config, overrides)
+            with open_dict(cfg.hydra.job):
+                cfg.hydra.job.num = num
+            return str(OmegaConf.select(cfg, "hydra.sweep.subdir"))
+        except Exception:  # noqa: BLE001 - the report then names the sweep dir only
+            return None
+
+    def _failure_report(self, failed: list[dict[str, Any]], total: int, sweep_dir: Path) -> str:
+        hydra_ov = [
+            o
+            for o in OmegaConf.to_container(self.config.hydra.overrides.hydra)
+            if not o.startswith(_DROP)
+        ]
+        lines = [
+            f"[eqa_runner] {len(failed)} of {total} sweep jobs FAILED; the other jobs' results "
+            f"are kept in {sweep_dir}",
+        ]
+        reruns = []
+        for f in failed:
+            job, num, ov = f["job"], f["num"], f["overrides"]
+            subdir = self._subdir(ov, num)
+            run_dir = sweep_dir / subdir if subdir else sweep_dir
+            task_ov = [o for o in ov if not o.startswith(_DROP)]
+            lines += [
+                f"  job #{num} ({self._EXECUTOR} job {job.job_id}, state {_state(job)}): "
+                f"{' '.join(filter_overrides(ov))}",
+                f"    run dir: {run_dir}",
+                f"    log:     {job.paths.stderr}",
+                f"    error:   {_error_line(f['error'], job)}",
+            ]
+            sweep_pin = [_kv("hydra.sweep.dir", str(sweep_dir))]
+            if subdir:
+                sweep_pin.append(_kv("hydra.sweep.subdir", subdir))
+            reruns.append(
+                _command(["-m", *hydra_ov, *sweep_pin, *task_ov, "run.resume=true"])
+                + "\n    or in this shell: "
+                + _command([*task_ov, "run.resume=true", _kv("hydra.run.dir", str(run_dir))])
+            )
+        lines.append(
+            "[eqa_runner] rerun just the failed jobs (resume: ok episodes are kept, "
+            "errors retried), one command per job:"
+        )
+        lines += [f"  {r}" for r in reruns]
+        return "\n".join(lines)
+
+
+def _kv(key: str, value: str) -> str:
+    if _PLAIN.match(value):
+        return f"{key}={value}"
+    return f'{key}="{value}"' if '"' not in value else f"{key}='{value}'"
+
+
+def _command(args: list[str]) -> str:
+    return "python -m eqa_runner " + " ".join(shlex.quote(a) for a in args)
+
+
+def _state(job: Any) -> str:
+    try:
+        return str(job.state)
+    except Exception:  # noqa: BLE001
+        return "UNKNOWN"
+
+
+def _error_line(ret: JobReturn, job: Any) -> str:
+    """One line: the job's own ``error: ...`` line from its stderr, else the exception."""
+    try:
+        err = job.stderr() or ""
+    except Exception:  # noqa: BLE001
+        err = ""
+    mine = [ln for ln in err.splitlines() if ln.startswith("error: ")]
+    if mine:
+        return mine[-1][len("error: ") :][:300]
+    exc = ret._return_value
+    text = f"{type(exc).__name__}: {exc}" if isinstance(exc, BaseException) else str(exc)
+    return " ".join(text.split())[:300]
+
+
+def install() -> None:
+    """Give the plugin's launchers the wait-for-all ``launch`` (idempotent; launching side only).
+
+    Hydra's plugin scan re-executes the ``hydra_plugins`` modules (new class objects), so the scan
+    runs first and the classes it registered are the ones patched.
+    """
+    from hydra.core.plugins import Plugins
+
+    bases = {plugin.BaseSubmititLauncher}
+    for cls in Plugins.instance().class_name_to_class.values():
+        bases.update(b for b in cls.__mro__ if b.__name__ == "BaseSubmititLauncher")
+    for base in bases:
+        for name in ("launch", "_executor", "_subdir", "_failure_report"):
+            setattr(base, name, _WaitForAll.__dict__[name])
