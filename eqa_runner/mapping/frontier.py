@@ -55,6 +55,8 @@ class FrontierPlannerConfig:
     margin_w_ratio: float = 0.25  # fine_eqa.yaml: explored view drops 25% of width per side
     margin_h_ratio: float = 0.6  # fine_eqa.yaml: explored view drops 60% of height from top
     init_clearance: float = 1.0  # fine_eqa.yaml init_clearance 0.5, doubled by main.py
+    clip_to_camera_height: bool = True  # ours: skip voxels above the camera when the narrowed
+    # (explored) view looks down; lossless for every map the planner reads (False = upstream)
     # --- free space / island (tsdf.get_island_around_pts defaults)
     occupancy_height: float = 0.4  # slice tested for free space, metres above volume bottom
     fill_dim: float = 0.4  # closing structuring element side, metres
@@ -227,15 +229,40 @@ class FrontierPlanner:
         if not self.path_normal or self.path_normal[-1] != (float(pos[0]), float(pos[1])):
             self.path_normal.append((float(pos[0]), float(pos[1])))
         h, w = np.asarray(depth).shape[:2]
+        margin_h = int(self.cfg.margin_h_ratio * h)
+        margin_w = int(self.cfg.margin_w_ratio * w)
+        max_height = None
+        if self.cfg.clip_to_camera_height:
+            max_height = self._fusion_ceiling(intrinsics, cam_to_world_normal, margin_h, w)
         return vol.integrate(
             depth,
             intrinsics,
             cam_to_world_normal,
             rgb=rgb,
-            margin_h=int(self.cfg.margin_h_ratio * h),
-            margin_w=int(self.cfg.margin_w_ratio * w),
+            margin_h=margin_h,
+            margin_w=margin_w,
             restrict_to_frustum=self.restrict_to_frustum,
+            max_height=max_height,
         )
+
+    def _fusion_ceiling(self, k, pose, margin_h: int, w: int) -> float | None:
+        """World z above which fusing changes nothing the planner reads, or None.
+
+        The planner reads two low TSDF slices and the explored columns; a voxel marks its column
+        explored only if it projects into the narrowed view (rows >= ``margin_h``). When the
+        top edge of that view points downwards, every such voxel lies below the camera.
+        """
+        k = np.asarray(k, dtype=float)
+        pose = np.asarray(pose, dtype=float)
+        rows = np.array([[(u - k[0, 2]) / k[0, 0], (margin_h - 0.5 - k[1, 2]) / k[1, 1], 1.0]
+                         for u in (-0.5, w - 0.5)])  # fmt: skip
+        if (rows @ pose[2, :3]).max() > 0:
+            return None
+        vol = self._vol
+        floor_slices = vol.origin[2] + (vol.height_index(self.cfg.occupancy_height) + 1) * (
+            vol.voxel_size
+        )
+        return float(max(pose[2, 3] + vol.voxel_size, floor_slices))
 
     # ------------------------------------------------------------------ maps
     def free_floor(self) -> np.ndarray:

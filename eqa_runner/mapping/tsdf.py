@@ -219,12 +219,14 @@ class TSDFVolume:
         margin_w: int = 0,
         obs_weight: float = 1.0,
         restrict_to_frustum: bool = True,
+        max_height: float | None = None,
     ) -> FuseStats:
         """Fuse one depth frame (H, W metres, z-depth; <= 0 or non-finite = invalid).
 
         ``cam_to_world`` is the normal-frame OpenCV camera-to-world 4x4. ``margin_h`` /
         ``margin_w`` (pixels) narrow the view used for explored marking.
         ``restrict_to_frustum=False`` projects every voxel (the upstream approach).
+        ``max_height`` (world z): voxels above it are left untouched (with the frustum box).
         """
         depth = np.asarray(depth, dtype=np.float32)
         depth = np.where(np.isfinite(depth), depth, 0.0).astype(np.float32, copy=False)
@@ -232,6 +234,10 @@ class TSDFVolume:
         t = np.asarray(cam_to_world, dtype=np.float64)
         if restrict_to_frustum:
             box = self.frustum_box(depth, k, t)
+            if box is not None and max_height is not None:
+                top = int(np.ceil((max_height - self.origin[2]) / self.voxel_size)) + 1
+                top = min(box[2].stop, max(top, 0))
+                box = None if top <= box[2].start else (box[0], box[1], slice(box[2].start, top))
             if box is None:
                 return FuseStats(0, 0, 0)
         else:

@@ -22,6 +22,7 @@ import logging
 import math
 import time
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -99,6 +100,12 @@ class WaypointProposer(ABC):
     @abstractmethod
     def propose(self, agent_state: AgentState) -> Waypoint:
         """The next pose; NaN coordinates ask the loop for its random fallback."""
+
+    artifacts_dir: Path | None = None  # set by the loop when run.save_artifacts=true
+
+    def finish(self) -> dict[str, Any]:
+        """(CPU pool) Episode end: write artifacts; the returned fields are added to the trace."""
+        return {}
 
 
 class RandomProposer(WaypointProposer):
@@ -368,6 +375,7 @@ class ExplorePolicy(Policy):
         goal = np.asarray(meta["goal_position"], dtype=float)
         spec = await ctx.run_cpu(ctx.task.resolve_scene, episode, session.sim)
         proposer = self.proposer_factory()
+        proposer.artifacts_dir = ctx.artifacts_dir
         stop_llm = self.stop_client(ctx)
         rng = ctx.rng
         t_start = time.perf_counter()
@@ -496,6 +504,8 @@ class ExplorePolicy(Policy):
             },
             "params": c.params,
         }
+        trace["source_counts"] = dict(Counter(s["source"] for s in steps if "source" in s))
+        trace.update(await ctx.run_cpu(proposer.finish))
         return Prediction(answer=answer, images_for_judge=[final_png], trace=trace)
 
     # -------------------------------------------------------------- dry run / prompts
