@@ -29,6 +29,9 @@ log = logging.getLogger(__name__)
 
 MESH_SUFFIXES = (".ply", ".glb", ".gltf", ".obj", ".basis.glb")
 _LIGHT = (np.array([0.35, 0.85, 0.4]) / np.linalg.norm([0.35, 0.85, 0.4])).astype(np.float32)
+_GL_TO_CV = np.diag([1.0, -1.0, -1.0, 1.0])  # OpenGL camera axes -> OpenCV camera axes
+# shading x255, two-sided: ambient + headlight * |cos(view ray, n)| + sun * |cos(sun, n)|
+_AMBIENT, _HEAD, _SUN = 0.35 * 255.0, 0.45 * 255.0, 0.2 * 255.0
 
 
 @dataclass
@@ -155,9 +158,7 @@ class MeshSimulator(Simulator):
         self._floor: float | None = None
         self._pos = np.zeros(3)
         self._rot = np.array([1.0, 0.0, 0.0, 0.0])
-        self._rays_cam: np.ndarray | None = None
-        self._ray_norm: np.ndarray | None = None
-        self._ray_buf: np.ndarray | None = None
+        self._pix: tuple | None = None  # per-sensor ray constants (see _pixel_terms)
 
     # ------------------------------------------------------------------ scenes
     def resolve_scene(self, scenes_dir: Path, scene_id: str) -> SceneSpec:
@@ -183,6 +184,7 @@ class MeshSimulator(Simulator):
         self._fcol = self._vcol[tri].mean(axis=1)
         per_vertex = self._vcol[tri]
         self._flat_colors = bool(np.abs(per_vertex - self._fcol[:, None]).max(initial=0) < 1e-3)
+        self._prepare_shading(np.asarray(mesh.vertices, dtype=np.float64), tri)
         self._rc = o3d.t.geometry.RaycastingScene()
         self._rc.add_triangles(
             o3d.core.Tensor(np.asarray(mesh.vertices, dtype=np.float32)),
@@ -191,6 +193,28 @@ class MeshSimulator(Simulator):
         self._grids = {}
         self._floor = None
         self.scene = SceneSpec(scene_id="<memory>", mesh_path=Path("<memory>"))
+
+    def _prepare_shading(self, v: np.ndarray, tri: np.ndarray) -> None:
+        """Per-face arrays for ``render``, each with a black sentinel row ``F`` for misses.
+
+        Unit face normals (transposed, (3, F+1)), the view-independent shading term
+        (ambient + fixed sun, (F+1,)), face colours (F+1, 3) and, for interpolated colours,
+        triangles pointing at a black sentinel vertex.
+        """
+        n_f = len(tri)
+        cr = np.cross(v[tri[:, 1]] - v[tri[:, 0]], v[tri[:, 2]] - v[tri[:, 0]])
+        ln = np.linalg.norm(cr, axis=1, keepdims=True)
+        fn = np.zeros((n_f + 1, 3), dtype=np.float32)
+        fn[:n_f] = cr / np.where(ln > 0, ln, 1.0)
+        self._fn_t = np.ascontiguousarray(fn.T)
+        sun = np.abs(fn @ _LIGHT)
+        self._k_static = (_AMBIENT + _SUN * sun).astype(np.float32)
+        self._k_static[n_f] = 0.0
+        self._fcol_s = np.zeros((n_f + 1, 3), dtype=np.float32)
+        self._fcol_s[:n_f] = self._fcol
+        self._vcol_s = np.vstack([self._vcol, np.zeros((1, 3), np.float32)])
+        self._tri_s = np.vstack([self._tri32, np.full((1, 3), len(self._vcol), np.int32)])
+        self._clip_rgb = bool(self._vcol.max(initial=0.0) > 1.0)
 
     def _require(self) -> None:
         if self._rc is None or self._mesh is None:
@@ -212,66 +236,76 @@ class MeshSimulator(Simulator):
             "primitive_normals": out["primitive_normals"].numpy(),
         }
 
-    def _sensor_rays(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per-pixel camera-frame ray directions (unit forward component) and their norms."""
-        if self._rays_cam is None:
+    def _pixel_terms(self):
+        """Per-sensor constants: pinhole intrinsics (pixel-centre convention of
+        ``create_rays_pinhole``), camera-frame ray x/y (forward component -1) and the
+        headlight factor ``_HEAD / |ray|`` per pixel."""
+        if self._pix is None:
+            o3d = _o3d()
             s = self.sensor
             k = geo.intrinsics_from_hfov(s.hfov_deg, s.width, s.height)
-            v, u = np.meshgrid(np.arange(s.height), np.arange(s.width), indexing="ij")
-            d = np.empty((s.height * s.width, 3), dtype=np.float32)
-            d[:, 0] = ((u - k[0, 2]) / k[0, 0]).reshape(-1)
-            d[:, 1] = (-(v - k[1, 2]) / k[1, 1]).reshape(-1)
-            d[:, 2] = -1.0  # unit forward component: t_hit is the z-depth
-            self._rays_cam = d
-            self._ray_norm = np.linalg.norm(d, axis=1).astype(np.float32)
-            self._ray_buf = np.empty((len(d), 6), dtype=np.float32)
-            self._ray_x = np.ascontiguousarray(d[:, 0])
-            self._ray_y = np.ascontiguousarray(d[:, 1])
-        return self._rays_cam, self._ray_norm  # type: ignore[return-value]
+            # our rays pass through pixel index u (not u + 0.5): shift the principal point
+            k_o3d = k.copy()
+            k_o3d[0, 2] += 0.5
+            k_o3d[1, 2] += 0.5
+            x = ((np.arange(s.width) - k[0, 2]) / k[0, 0]).astype(np.float32)
+            y = (-(np.arange(s.height) - k[1, 2]) / k[1, 1]).astype(np.float32)
+            xx = np.broadcast_to(x[None, :], (s.height, s.width)).reshape(-1)
+            yy = np.broadcast_to(y[:, None], (s.height, s.width)).reshape(-1)
+            head = (_HEAD / np.sqrt(xx * xx + yy * yy + 1.0)).astype(np.float32)
+            self._pix = (o3d.core.Tensor(k_o3d), xx.copy(), yy.copy(), head)
+        return self._pix
 
     def set_sensor(self, sensor: SensorSpec) -> None:
         """Change the camera (resolution, hfov, height, tilt)."""
         self.sensor = sensor
-        self._rays_cam = None
+        self._pix = None
 
     def render(self, cam_to_world: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """RGB (H, W, 3) uint8 and z-depth (H, W) float32 from a habitat/OpenGL camera pose."""
+        """RGB (H, W, 3) uint8 and z-depth (H, W) float32 from a habitat/OpenGL camera pose.
+
+        One ray cast per frame; colour and shading come from per-face arrays prepared at load
+        (the headlight term is the only per-pixel one), all in float32.
+        """
         o3d = _o3d()
         s = self.sensor
-        d_cam, norm = self._sensor_rays()
-        rot = cam_to_world[:3, :3].astype(np.float32)
-        rays = self._ray_buf
-        rays[:, :3] = cam_to_world[:3, 3]
-        # world directions component by component (BLAS is slow for tall (N,3) @ (3,3))
-        dx, dy = self._ray_x, self._ray_y  # contiguous copies of d_cam[:, 0] and d_cam[:, 1]
-        for i in range(3):
-            rays[:, 3 + i] = dx * rot[i, 0] + dy * rot[i, 1] - rot[i, 2]
-        dirs = rays[:, 3:]
-        out = self._rc.cast_rays(o3d.core.Tensor.from_numpy(rays))
-        t = out["t_hit"].numpy()
-        hit = np.isfinite(t)
-        pid = out["primitive_ids"].numpy()
-        pid = np.where(hit, pid, 0)
+        k_o3d, x, y, head_k = self._pixel_terms()
+        cam = np.asarray(cam_to_world, dtype=np.float64)
+        world_to_cv = geo.invert_pose(cam @ _GL_TO_CV)  # open3d wants an OpenCV extrinsic
+        rays = o3d.t.geometry.RaycastingScene.create_rays_pinhole(
+            k_o3d, o3d.core.Tensor(world_to_cv), s.width, s.height
+        )  # unit forward component: t_hit is the z-depth
+        out = self._rc.cast_rays(rays, nthreads=0)
+        t = out["t_hit"].numpy().reshape(-1)
+        n_f = len(self._fcol)
+        # misses (INVALID_ID) -> the black sentinel face; intp once instead of in every take
+        pid = np.minimum(out["primitive_ids"].numpy().reshape(-1), n_f).astype(np.intp)
+        # headlight: |n . d| / |d| with n in the camera frame, d = (x, y, -1)
+        n_cam = cam[:3, :3].T.astype(np.float32) @ self._fn_t  # (3, F + 1)
+        shade = np.take(n_cam[0], pid)
+        shade *= x
+        tmp = np.take(n_cam[1], pid)
+        tmp *= y
+        shade += tmp
+        shade -= np.take(n_cam[2], pid)
+        np.abs(shade, out=shade)
+        shade *= head_k
+        shade += np.take(self._k_static, pid)
         if self.interpolate_colors and not self._flat_colors:
-            uv = out["primitive_uvs"].numpy()
-            tri = self._tri32[pid]
-            w0 = (1.0 - uv[:, 0] - uv[:, 1])[:, None]
-            col = (
-                self._vcol[tri[:, 0]] * w0
-                + self._vcol[tri[:, 1]] * uv[:, 0:1]
-                + self._vcol[tri[:, 2]] * uv[:, 1:2]
-            )
+            uv = out["primitive_uvs"].numpy().reshape(-1, 2)
+            tri = np.take(self._tri_s, pid, axis=0)
+            u, v = uv[:, 0:1], uv[:, 1:2]
+            col = np.take(self._vcol_s, tri[:, 1], axis=0) * u
+            col += np.take(self._vcol_s, tri[:, 2], axis=0) * v
+            col += np.take(self._vcol_s, tri[:, 0], axis=0) * (1.0 - u - v)
         else:
-            col = self._fcol[pid]
-        n = out["primitive_normals"].numpy()
-        # shading: ambient + headlight + a fixed sun, all two-sided
-        head = np.abs(np.einsum("ij,ij->i", n, dirs)) / norm  # |cos| to the viewing ray
-        sun = np.abs(n[:, 0] * _LIGHT[0] + n[:, 1] * _LIGHT[1] + n[:, 2] * _LIGHT[2])
-        shade = 0.35 * 255.0 + 0.45 * 255.0 * head + 0.2 * 255.0 * sun
-        rgb = np.minimum(col * shade[:, None], 255.0).astype(np.uint8)
-        rgb[~hit] = 0
-        depth = np.where(hit, t, np.float32(0.0))
-        return rgb.reshape(s.height, s.width, 3), depth.reshape(s.height, s.width)
+            col = np.take(self._fcol_s, pid, axis=0)
+        col *= shade[:, None]
+        if self._clip_rgb:  # colours in [0, 1] keep col * shade <= 255
+            np.minimum(col, 255.0, out=col)
+        rgb = col.astype(np.uint8)
+        np.copyto(t, np.float32(0.0), where=pid == n_f)
+        return rgb.reshape(s.height, s.width, 3), t.reshape(s.height, s.width)
 
     # ------------------------------------------------------------------ agent
     def set_agent_pose(self, position, rotation_wxyz) -> None:
