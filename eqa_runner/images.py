@@ -78,6 +78,13 @@ def _png_chunk(kind: bytes, data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
 
+def _deflate(data: bytes, level: int) -> bytes:
+    # Z_RLE on Up-filtered rows: faster than the default strategy and smaller on photo-like
+    # frames (flat regions become zero runs)
+    z = zlib.compressobj(level, zlib.DEFLATED, 15, 9, zlib.Z_RLE)
+    return z.compress(data) + z.flush()
+
+
 def encode_png(rgb: np.ndarray, level: int = 1) -> bytes:
     """Lossless 8-bit RGB PNG with the "Up" filter on every row, vectorised.
 
@@ -91,8 +98,12 @@ def encode_png(rgb: np.ndarray, level: int = 1) -> bytes:
     raw[0, 1:] = rows[0]
     np.subtract(rows[1:], rows[:-1], out=raw[1:, 1:])  # uint8 arithmetic wraps mod 256
     header = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", header)
-            + _png_chunk(b"IDAT", zlib.compress(raw.tobytes(), level)) + _png_chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _png_chunk(b"IHDR", header)
+        + _png_chunk(b"IDAT", _deflate(raw.tobytes(), level))
+        + _png_chunk(b"IEND", b"")
+    )
 
 
 def mime_of(fmt: str) -> str:

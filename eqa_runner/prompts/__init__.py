@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).parent
@@ -27,7 +28,15 @@ class Prompt:
 
 
 def load_prompt(benchmark: str, name: str, prompts_dir: str | Path | None = None) -> Prompt:
-    """Load ``<name>.txt`` from ``prompts_dir`` if given (originals), else the shipped copy."""
+    """Load ``<name>.txt`` from ``prompts_dir`` if given (originals), else the shipped copy.
+
+    Read once per process (prompt files do not change during a run).
+    """
+    return _load_prompt(benchmark, name, str(prompts_dir) if prompts_dir else None)
+
+
+@lru_cache(maxsize=256)
+def _load_prompt(benchmark: str, name: str, prompts_dir: str | None) -> Prompt:
     if prompts_dir:
         path = Path(prompts_dir) / f"{name}.txt"
         if not path.is_file():
