@@ -17,19 +17,12 @@ from eqa_runner.sim import geometry as geo
 from eqa_runner.sim.base import SceneSpec, SensorSpec
 from eqa_runner.sim.mesh import MeshSimulator
 from eqa_runner.sim.procedural import Apartment, SceneObject, generate_apartment
+from eqa_runner.tasks.openeqa_em import CATEGORIES
 
 EXPRESS_FILE = "express-bench.json"
 OPENEQA_FILE = "open-eqa-v0.json"
 EXPRESS_TYPES = ["object", "existence", "attribute", "location", "state", "knowledge", "counting"]
-OPENEQA_CATEGORIES = [
-    "object recognition",
-    "object localization",
-    "attribute recognition",
-    "spatial understanding",
-    "object state recognition",
-    "functional reasoning",
-    "world knowledge",
-]
+OPENEQA_CATEGORIES = list(CATEGORIES)
 COLOR_ITEMS = {
     "sofa",
     "armchair",

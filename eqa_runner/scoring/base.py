@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
-from eqa_runner.llm import LLMClient
+from eqa_runner.llm import LLMClient, Message, user
 from eqa_runner.policies.base import RequestEstimate
 from eqa_runner.types import Episode, Prediction, Score
+
+T = TypeVar("T")
 
 JUDGE_LLM_KEYS = (
     "model",
@@ -59,3 +61,25 @@ class Judge(ABC):
 
     def prompts(self, prompts_dir: str | None) -> dict[str, dict[str, object]]:
         return {}
+
+    async def ask_and_parse(
+        self,
+        llm: LLMClient,
+        messages: list[Message],
+        parse: Callable[[str], T | None],
+        *,
+        offline_reply: str,
+        reask: str | None,
+    ) -> tuple[str, T | None]:
+        """Ask the judge; if ``parse`` finds nothing and ``reask`` is given, ask once more.
+
+        Returns the raw reply text (both replies joined by ``---`` when re-asked) and the parsed
+        value, or None when the reply stays unparsable.
+        """
+        c = await llm.acomplete(messages, offline_reply=offline_reply)
+        parsed = parse(c.text)
+        if parsed is not None or not reask:
+            return c.text, parsed
+        follow = [*messages, {"role": "assistant", "content": c.text}, user(reask)]
+        c2 = await llm.acomplete(follow, offline_reply=offline_reply)
+        return f"{c.text}\n---\n{c2.text}", parse(c2.text)

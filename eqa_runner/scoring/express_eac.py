@@ -167,13 +167,13 @@ class EACJudge(Judge):
                 "%s: no final frame for the EAC judge; judging text only", episode.episode_id
             )
         messages = self.messages(episode, prediction.answer or "", prompts_dir, *images)
-        offline = f"Your mark: 1, 3 {OFFLINE_TAG}"
-        c = await llm.acomplete(messages, offline_reply=offline)
-        raw, parsed = c.text, parse_eac(c.text)
-        if parsed is None and self.reask:
-            follow = [*messages, {"role": "assistant", "content": c.text}, user(REASK)]
-            c2 = await llm.acomplete(follow, offline_reply=offline)
-            raw, parsed = f"{c.text}\n---\n{c2.text}", parse_eac(c2.text)
+        raw, parsed = await self.ask_and_parse(
+            llm,
+            messages,
+            parse_eac,
+            offline_reply=f"Your mark: 1, 3 {OFFLINE_TAG}",
+            reask=REASK if self.reask else None,
+        )
         if parsed is None:
             return Score(ok=False, raw=raw, metrics={})
         return Score(ok=True, raw=raw, metrics=self.episode_metrics(*parsed, prediction.trace))

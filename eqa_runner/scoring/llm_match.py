@@ -127,13 +127,13 @@ class LLMMatchJudge(Judge):
                 shown,
             )
         messages = self._messages(episode, shown, prompts_dir)
-        offline = f"Your mark: 3 {OFFLINE_TAG}"
-        c = await llm.acomplete(messages, offline_reply=offline)
-        raw, mark = c.text, parse_mark(c.text)
-        if mark is None and self.reask:
-            follow = [*messages, {"role": "assistant", "content": c.text}, user(REASK)]
-            c2 = await llm.acomplete(follow, offline_reply=offline)
-            raw, mark = f"{c.text}\n---\n{c2.text}", parse_mark(c2.text)
+        raw, mark = await self.ask_and_parse(
+            llm,
+            messages,
+            parse_mark,
+            offline_reply=f"Your mark: 3 {OFFLINE_TAG}",
+            reask=REASK if self.reask else None,
+        )
         if mark is None:
             return Score(ok=False, raw=raw, metrics={})
         metrics = {"score_1to5": float(mark), "llm_match": (mark - 1) / 4}

@@ -8,15 +8,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-CATEGORIES = [
-    "object recognition",
-    "object localization",
-    "attribute recognition",
-    "spatial understanding",
-    "object state recognition",
-    "functional reasoning",
-    "world knowledge",
-]
+from eqa_runner.tasks.openeqa_em import CATEGORIES as OPENEQA_CATEGORIES
+
+CATEGORIES = list(OPENEQA_CATEGORIES)
 
 
 def make_openeqa_dataset(
