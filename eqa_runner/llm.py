@@ -277,7 +277,9 @@ def load_litellm() -> Any:
 
             litellm.suppress_debug_info = True
             litellm.telemetry = False
-            litellm.turn_off_message_logging = True
+            # no callbacks are registered, so litellm's logging payload goes nowhere; leaving
+            # message logging on spares it a deep copy + redaction of every request
+            litellm.turn_off_message_logging = False
             litellm.callbacks = []
             litellm.success_callback = []
             litellm.failure_callback = []

@@ -12,6 +12,7 @@ import time
 import traceback
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -169,6 +170,21 @@ def _error(exc: BaseException, stage: str) -> dict[str, Any]:
     return {"type": type(exc).__name__, "message": msg[:2000], "stage": stage, "where": where}
 
 
+@dataclass(frozen=True)
+class EpisodeSettings:
+    """The config values every episode reads, copied out of the DictConfig once per run."""
+
+    seed: int
+    save_artifacts: bool
+    prompts_dir: str | None
+    episode_timeout_s: float
+
+    @classmethod
+    def from_cfg(cls, cfg: DictConfig) -> EpisodeSettings:
+        return cls(int(cfg.run.seed), bool(cfg.run.save_artifacts), cfg.prompts.dir,
+                   float(cfg.run.episode_timeout_s))  # fmt: skip
+
+
 async def run_episode(
     ep: Episode,
     *,
@@ -177,7 +193,7 @@ async def run_episode(
     judge: Judge,
     policy_llm: LLMClient,
     judge_llm: LLMClient,
-    cfg: DictConfig,
+    cfg: EpisodeSettings,
     executor: ThreadPoolExecutor,
     out_dir: Path,
     resources: dict[str, Any],
@@ -201,15 +217,15 @@ async def run_episode(
         "timings": {},
         "usage": {},
     }
-    seed = episode_seed(int(cfg.run.seed), ep.episode_id)
-    art = out_dir / "artifacts" / _safe_name(ep.episode_id) if cfg.run.save_artifacts else None
+    seed = episode_seed(cfg.seed, ep.episode_id)
+    art = out_dir / "artifacts" / _safe_name(ep.episode_id) if cfg.save_artifacts else None
     ctx = EpisodeContext(
         llm=policy_llm,
         rng=np.random.default_rng(seed),
         seed=seed,
         executor=executor,
         task=task,
-        prompts_dir=cfg.prompts.dir,
+        prompts_dir=cfg.prompts_dir,
         artifacts_dir=art,
         run_dir=out_dir,
         resources=resources,
@@ -226,13 +242,13 @@ async def run_episode(
                 rec["timings"]["policy_s"] = time.perf_counter() - t0
                 stage = "judge"
                 t1 = time.perf_counter()
-                score = await judge.score(ep, pred, judge_llm, cfg.prompts.dir)
+                score = await judge.score(ep, pred, judge_llm, cfg.prompts_dir)
                 rec["timings"]["judge_s"] = time.perf_counter() - t1
                 rec.update(
                     judge_raw=score.raw, judge_ok=score.ok, metrics=score.metrics, status="ok"
                 )
 
-            await asyncio.wait_for(_both(), timeout=float(cfg.run.episode_timeout_s))
+            await asyncio.wait_for(_both(), timeout=cfg.episode_timeout_s)
         except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
             rec["status"] = "error"
             rec["error"] = _error(exc, stage)
@@ -440,6 +456,7 @@ async def _execute(
     from tqdm import tqdm
 
     sem = asyncio.Semaphore(workers)
+    settings = EpisodeSettings.from_cfg(cfg)
     counts = {"ok": already, "err": 0}
     bar = tqdm(
         total=total,
@@ -459,7 +476,7 @@ async def _execute(
                 judge=judge,
                 policy_llm=policy_llm,
                 judge_llm=judge_llm,
-                cfg=cfg,
+                cfg=settings,
                 executor=pool,
                 out_dir=out_dir,
                 resources=resources,
