@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextvars
+import functools
 import hashlib
 import json
 import logging
@@ -17,6 +18,7 @@ import random
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -277,9 +279,7 @@ def load_litellm() -> Any:
 
             litellm.suppress_debug_info = True
             litellm.telemetry = False
-            # no callbacks are registered, so litellm's logging payload goes nowhere; leaving
-            # message logging on spares it a deep copy + redaction of every request
-            litellm.turn_off_message_logging = False
+            litellm.turn_off_message_logging = True
             litellm.callbacks = []
             litellm.success_callback = []
             litellm.failure_callback = []
@@ -299,6 +299,18 @@ def _limiter(n: int) -> asyncio.Semaphore:
     if sem is None:
         sem = _LIMITERS[loop_id] = asyncio.Semaphore(n)
     return sem
+
+
+_CALL_POOL: ThreadPoolExecutor | None = None
+
+
+def _call_pool(size: int) -> ThreadPoolExecutor:
+    """Threads for ``transport: thread`` (process-wide; calls are capped by the limiter)."""
+    global _CALL_POOL
+    with _litellm_lock:
+        if _CALL_POOL is None:
+            _CALL_POOL = ThreadPoolExecutor(max(1, size), thread_name_prefix="llm-call")
+    return _CALL_POOL
 
 
 def provider_of(model: str) -> str:
@@ -364,6 +376,8 @@ class LLMClient:
         if not isinstance(cfg, LLMConfig):
             known = set(LLMConfig.__dataclass_fields__)
             cfg = LLMConfig(**{k: v for k, v in dict(cfg).items() if k in known})
+        if cfg.transport not in ("thread", "async"):
+            raise ValueError(f"llm.transport={cfg.transport!r}: expected thread or async")
         if cfg.api_key:
             raise ConfigSecretError(
                 f"{role}: an API key was given as a config value (api_key). Keys are never "
@@ -531,7 +545,7 @@ class LLMClient:
                 raise
             c2.retries += c.retries + 1
             if not c2.text.strip():
-                self._account(c2)
+                self._add_failure(c2.retries)  # a failed call: its requests are its retries + 1
                 raise EmptyReplyError(
                     f"{self.cfg.model} ({self.role}) returned an empty reply twice "
                     f"(finish_reason={c2.finish_reason!r}, max_tokens={params.get('max_tokens')}"
@@ -588,9 +602,14 @@ class LLMClient:
             t0 = time.perf_counter()
             try:
                 async with _limiter(self.cfg.max_concurrent_calls):
-                    resp = await asyncio.wait_for(
-                        litellm.acompletion(**kwargs), timeout=self.cfg.timeout_s + 5
-                    )
+                    if self.cfg.transport == "async":
+                        call = litellm.acompletion(**kwargs)
+                    else:  # litellm's sync client in a bounded pool (less CPU per call here)
+                        call = asyncio.get_running_loop().run_in_executor(
+                            _call_pool(self.cfg.max_concurrent_calls),
+                            functools.partial(litellm.completion, **kwargs),
+                        )
+                    resp = await asyncio.wait_for(call, timeout=self.cfg.timeout_s + 5)
                 return self._completion(resp, params, retries, time.perf_counter() - t0, payload)
             except asyncio.CancelledError:  # episode timeout: the attempt in flight is lost
                 self._add_failure(retries)

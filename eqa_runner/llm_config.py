@@ -23,5 +23,8 @@ class LLMConfig:
     backoff_max_s: float = 60.0
     drop_params: bool = True  # let litellm drop params a model rejects (recorded as sent)
     max_concurrent_calls: int = 64
+    # "thread": litellm's sync client in a thread pool driven from the event loop (measured
+    # cheaper per call, bench/run_loop.py); "async": litellm.acompletion on the event loop
+    transport: str = "thread"
     image_format: str = "png"  # png (paper) | jpeg
     extra_params: dict[str, Any] = field(default_factory=dict)
