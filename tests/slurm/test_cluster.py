@@ -145,7 +145,7 @@ def test_submitit_autoexecutor_returns_result(tmp_path: Path) -> None:
     )
     job = executor.submit(pow, 2, 10)
     assert job.result() == 1024
-    assert _sacct(job.job_id) == {job.job_id: "COMPLETED"}
+    assert _wait_state(job.job_id, {"COMPLETED"}, timeout_s=30) == "COMPLETED"
 
 
 @pytest.mark.timeout(180)
@@ -192,7 +192,8 @@ def test_preempted_job_is_requeued_and_resumes(
         ["scontrol", "-o", "show", "job", job.job_id], capture_output=True, text=True, check=True
     ).stdout
     assert "Restarts=1" in show
-    assert _sacct(job.job_id) == {job.job_id: "COMPLETED"}
+    # the result file is written just before the job step exits: wait for SLURM to agree
+    assert _wait_state(job.job_id, {"COMPLETED"}, timeout_s=30) == "COMPLETED"
 
 
 APP = """
