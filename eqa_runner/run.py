@@ -396,11 +396,12 @@ def _run_locked(
     )
     resources = make_resources(cfg, task, policy)
     workers = max(1, int(cfg.run.workers))
-    metrics_so_far = [
-        r["metrics"]
+    progress = [
+        v
         for r in final_records(existing).values()
         if r["status"] == "ok" and r.get("judge_ok")
-    ]
+        and (v := judge.progress_value(r["metrics"])) is not None
+    ]  # fmt: skip
     with (
         RecordWriter(jsonl) as writer,
         ThreadPoolExecutor(max_workers=min(8, (os.cpu_count() or 2) * 2)) as pool,
@@ -421,7 +422,7 @@ def _run_locked(
                 workers,
                 len(episodes) - len(todo),
                 len(episodes),
-                metrics_so_far,
+                (sum(progress), len(progress)),
             )
         )
         close = resources.get("close")
@@ -451,13 +452,14 @@ async def _execute(
     workers: int,
     already: int,
     total: int,
-    metrics_so_far: list[dict[str, float]],
+    progress: tuple[float, int],
 ) -> None:
     from tqdm import tqdm
 
     sem = asyncio.Semaphore(workers)
     settings = EpisodeSettings.from_cfg(cfg)
     counts = {"ok": already, "err": 0}
+    running_sum, running_n = progress  # the progress-bar metric, kept incrementally
     bar = tqdm(
         total=total,
         initial=already,
@@ -483,9 +485,12 @@ async def _execute(
             )
         writer.write(rec)
         counts["ok" if rec["status"] == "ok" else "err"] += 1
+        nonlocal running_sum, running_n
         if rec["status"] == "ok" and rec.get("judge_ok"):
-            metrics_so_far.append(rec["metrics"])
-        m = judge.running_metric(metrics_so_far)
+            v = judge.progress_value(rec["metrics"])
+            if v is not None:
+                running_sum, running_n = running_sum + v, running_n + 1
+        m = 100.0 * running_sum / running_n if running_n else None
         bar.set_postfix_str(
             f"ok={counts['ok']} err={counts['err']} "
             f"{judge.headline}={'-' if m is None else f'{m:.1f}'}",

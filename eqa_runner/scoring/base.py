@@ -51,9 +51,13 @@ class Judge(ABC):
     ) -> dict[str, Any]:
         """Headline metrics, breakdowns and intervals from final per-episode records."""
 
+    def progress_value(self, metrics: dict[str, float]) -> float | None:
+        """One episode's contribution (0..1) to the progress-bar metric; None to skip it."""
+        return metrics.get(self.headline)
+
     def running_metric(self, metrics: Sequence[dict[str, float]]) -> float | None:
-        """The headline metric so far (for the progress bar)."""
-        vals = [m[self.headline] for m in metrics if self.headline in m]
+        """The headline metric so far, in percent (the run loop keeps it incrementally)."""
+        vals = [v for m in metrics if (v := self.progress_value(m)) is not None]
         return 100.0 * sum(vals) / len(vals) if vals else None
 
     def estimate_requests(self, episode: Episode, prompts_dir: str | None) -> list[RequestEstimate]:

@@ -230,9 +230,9 @@ class EACJudge(Judge):
             return gt if math.isfinite(gt) else None
         return None
 
-    def running_metric(self, metrics: Sequence[dict[str, float]]) -> float | None:
-        vals = [v[0] for m in metrics if "c" in m and (v := self._answer_values(m)) is not None]
-        return 100.0 * sum(vals) / len(vals) if vals else None
+    def progress_value(self, metrics: dict[str, float]) -> float | None:
+        v = self._answer_values(metrics) if "c" in metrics else None
+        return None if v is None else v[0]
 
     def aggregate(
         self, records: Sequence[dict[str, Any]], *, bootstrap_samples: int = 1000, seed: int = 0

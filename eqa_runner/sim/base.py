@@ -52,6 +52,27 @@ class Simulator(ABC):
 
     sensor: SensorSpec
 
+    def _init_body(
+        self,
+        width: int,
+        height: int,
+        hfov_deg: float,
+        sensor_height_m: float,
+        tilt_deg: float,
+        agent_radius: float,
+        agent_height: float,
+        agent_max_climb: float,
+        seed: int,
+    ) -> None:
+        """Sensor and agent-body settings shared by every backend's constructor."""
+        self.sensor = SensorSpec(
+            int(width), int(height), float(hfov_deg), float(sensor_height_m), float(tilt_deg)
+        )
+        self.agent_radius = float(agent_radius)
+        self.agent_height = float(agent_height)
+        self.agent_max_climb = float(agent_max_climb)
+        self.seed = int(seed)
+
     @abstractmethod
     def load_scene(self, scene: SceneSpec, *, start_position=None) -> None:
         """Load ``scene`` (no-op when already loaded); ``start_position`` picks the floor."""

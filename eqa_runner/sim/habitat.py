@@ -21,7 +21,6 @@ from eqa_runner.sim.base import (
     NAN3,
     Observation,
     SceneSpec,
-    SensorSpec,
     Simulator,
     as_vec3,
     find_scene_file,
@@ -63,13 +62,8 @@ class HabitatSimulator(Simulator):
         max_tries: int = 100,
         **_ignored: Any,
     ) -> None:
-        self.sensor = SensorSpec(
-            int(width), int(height), float(hfov_deg), float(sensor_height_m), float(tilt_deg)
-        )
-        self.agent_radius = float(agent_radius)
-        self.agent_height = float(agent_height)
-        self.agent_max_climb = float(agent_max_climb)
-        self.seed = int(seed)
+        self._init_body(width, height, hfov_deg, sensor_height_m, tilt_deg, agent_radius,
+                        agent_height, agent_max_climb, seed)  # fmt: skip
         self.gpu_device_id = int(gpu_device_id)
         self.scene_dataset_config = scene_dataset_config
         self.enable_physics = bool(enable_physics)

@@ -140,13 +140,8 @@ class MeshSimulator(Simulator):
         interpolate_colors: bool = True,
         **_ignored: Any,
     ) -> None:
-        self.sensor = SensorSpec(
-            int(width), int(height), float(hfov_deg), float(sensor_height_m), float(tilt_deg)
-        )
-        self.agent_radius = float(agent_radius)
-        self.agent_height = float(agent_height)
-        self.agent_max_climb = float(agent_max_climb)
-        self.seed = int(seed)
+        self._init_body(width, height, hfov_deg, sensor_height_m, tilt_deg, agent_radius,
+                        agent_height, agent_max_climb, seed)  # fmt: skip
         self.cell_size = float(cell_size)
         self.snap_max_dist = float(snap_max_dist)
         self.up_axis = up_axis
