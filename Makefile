@@ -14,7 +14,8 @@ demo: setup  ## write the offline demo data and run the main job on it (no netwo
 	$(PY) -m eqa_runner.demo $(DEMO)
 	$(PY) -m eqa_runner task=openeqa_em policy=multiframe llm=offline judge.model=offline task.data_dir=$(DEMO)/openeqa
 
-test: setup  ## the whole test suite (slow tests included; slurm tests need SLURM_CONF)
+test:  ## set-up (+ chromium) and the whole suite (slow included; slurm tests need SLURM_CONF)
+	@bash scripts/setup.sh --test
 	$(PY) -m pytest
 
 test-fast: setup  ## the suite without slow tests

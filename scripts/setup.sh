@@ -15,6 +15,15 @@ if ! ldconfig -p 2>/dev/null | grep -q "libusb-1.0.so.0"; then
   fi
 fi
 
+# `setup.sh --test`: also Debian's chromium, which the HTML-report test drives headless
+# (the test is skipped, saying so, where chromium is missing).
+if [ "${1:-}" = "--test" ] && ! command -v chromium >/dev/null && command -v apt-get >/dev/null; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null && SUDO="sudo"
+  $SUDO apt-get install -y -qq chromium >/dev/null 2>&1 || {
+    $SUDO apt-get update -qq >/dev/null && $SUDO apt-get install -y -qq chromium >/dev/null; } ||
+    echo "setup: chromium not installed; the HTML report test will be skipped" >&2
+fi
+
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 if ! .venv/bin/python -c "import eqa_runner, litellm, open3d, hydra" >/dev/null 2>&1 \
