@@ -57,6 +57,8 @@ class FrontierPlannerConfig:
     init_clearance: float = 1.0  # fine_eqa.yaml init_clearance 0.5, doubled by main.py
     clip_to_camera_height: bool = True  # ours: skip voxels above the camera when the narrowed
     # (explored) view looks down; lossless for every map the planner reads (False = upstream)
+    fusion_kernel: Literal["numba", "numpy"] = "numba"  # compiled per-voxel loop (upstream
+    # compiles its projection with numba too) or vectorised numpy; bit-identical volumes
     # --- free space / island (tsdf.get_island_around_pts defaults)
     occupancy_height: float = 0.4  # slice tested for free space, metres above volume bottom
     fill_dim: float = 0.4  # closing structuring element side, metres
@@ -186,7 +188,7 @@ class FrontierPlanner:
                 [floor_height - c.below_floor, floor_height + c.above_floor],
             ]
         )
-        self.volume = TSDFVolume(vol_bounds, c.voxel_size, c.trunc_voxels)
+        self.volume = TSDFVolume(vol_bounds, c.voxel_size, c.trunc_voxels, kernel=c.fusion_kernel)
         self.floor_height = float(floor_height)
         self.rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
         self._init_cells = None

@@ -12,8 +12,9 @@ Semantics follow the TSDF planner of explore-eqa / EXPRESS-Bench (written anew h
   ``margin_h`` pixels dropped from the top) marks the voxel as explored.
 
 Unlike upstream, only the voxels inside the axis-aligned box that bounds the camera frustum
-(out to the farthest depth + truncation) are projected each frame, and the 2D explored map
-is kept up to date incrementally.
+(out to the farthest depth + truncation) are projected each frame, by a compiled loop
+(:mod:`eqa_runner.mapping.fuse_kernel`) or a vectorised numpy pass with identical results,
+and the 2D explored map is kept up to date incrementally.
 
 Pose helpers convert habitat poses (y up, camera looks along -z) into the normal-frame,
 OpenCV-convention camera-to-world matrix that :meth:`TSDFVolume.integrate` expects.
@@ -140,8 +141,16 @@ class FuseStats:
     explored_voxels: int
 
 
+KERNELS = ("numba", "numpy")
+
+
 class TSDFVolume:
-    """Dense TSDF (float32) with running-average weights and an explored flag per voxel."""
+    """Dense TSDF (float32) with running-average weights and an explored flag per voxel.
+
+    ``kernel``: ``numba`` (compiled loop over the frustum box, the default) or ``numpy``
+    (vectorised over the box's candidate voxels; the reference the compiled loop is tested
+    against). Colour fusion (``store_color`` with an ``rgb`` frame) always takes the numpy path.
+    """
 
     def __init__(
         self,
@@ -149,7 +158,10 @@ class TSDFVolume:
         voxel_size: float = 0.1,
         trunc_voxels: float = 5.0,
         store_color: bool = False,
+        kernel: str = "numba",
     ) -> None:
+        if kernel not in KERNELS:
+            raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
         b = np.asarray(bounds, dtype=float)
         if b.shape != (3, 2) or not (b[:, 0] < b[:, 1]).all():
             raise ValueError(f"bounds must be (3, 2) with min < max, got {b.tolist()}")
@@ -164,6 +176,7 @@ class TSDFVolume:
         self.explored = np.zeros(shape, dtype=bool)
         self.explored_2d = np.zeros(shape[:2], dtype=bool)
         self.store_color = store_color
+        self.kernel = kernel
         self.color: np.ndarray | None = None  # (X, Y, Z, 3) uint8, allocated on first rgb
 
     # ---- coordinates
@@ -186,14 +199,18 @@ class TSDFVolume:
 
     # ---- fusion
     def frustum_box(
-        self, depth: np.ndarray, intrinsics: np.ndarray, cam_to_world: np.ndarray
+        self,
+        max_depth: float,
+        shape: tuple[int, int],
+        intrinsics: np.ndarray,
+        cam_to_world: np.ndarray,
     ) -> tuple[slice, slice, slice] | None:
-        """Grid index box containing every voxel this frame can update (None if empty)."""
-        valid = depth[depth > 0]
-        if valid.size == 0:
+        """Grid index box containing every voxel an (H, W) = ``shape`` frame whose farthest
+        valid depth is ``max_depth`` can update (None if empty)."""
+        if not max_depth > 0:
             return None
-        far = float(valid.max()) + self.trunc
-        h, w = depth.shape
+        far = float(max_depth) + self.trunc
+        h, w = shape
         fx, fy = intrinsics[0, 0], intrinsics[1, 1]
         cx, cy = intrinsics[0, 2], intrinsics[1, 2]
         us = np.array([-0.5, w - 0.5, -0.5, w - 0.5])
@@ -228,12 +245,21 @@ class TSDFVolume:
         ``restrict_to_frustum=False`` projects every voxel (the upstream approach).
         ``max_height`` (world z): voxels above it are left untouched (with the frustum box).
         """
-        depth = np.asarray(depth, dtype=np.float32)
-        depth = np.where(np.isfinite(depth), depth, 0.0).astype(np.float32, copy=False)
+        depth = np.ascontiguousarray(depth, dtype=np.float32)
         k = np.asarray(intrinsics, dtype=np.float64)
         t = np.asarray(cam_to_world, dtype=np.float64)
+        compiled = self.kernel == "numba" and not (rgb is not None and self.store_color)
+        if compiled:
+            from eqa_runner.mapping.fuse_kernel import max_valid_depth
+
+            max_depth = float(depth.max()) if depth.size else 0.0
+            if not np.isfinite(max_depth):  # the kernel skips non-finite depths
+                max_depth = float(max_valid_depth(depth))
+        else:
+            depth = np.where(np.isfinite(depth), depth, 0.0).astype(np.float32, copy=False)
+            max_depth = float(depth.max()) if depth.size else 0.0
         if restrict_to_frustum:
-            box = self.frustum_box(depth, k, t)
+            box = self.frustum_box(max_depth, depth.shape, k, t)
             if box is not None and max_height is not None:
                 top = int(np.ceil((max_height - self.origin[2]) / self.voxel_size)) + 1
                 top = min(box[2].stop, max(top, 0))
@@ -242,7 +268,57 @@ class TSDFVolume:
                 return FuseStats(0, 0, 0)
         else:
             box = tuple(slice(0, int(d)) for d in self.dims)
+        if compiled:
+            return self._integrate_box_compiled(depth, k, t, box, margin_h, margin_w, obs_weight)
         return self._integrate_box(depth, k, t, box, rgb, margin_h, margin_w, obs_weight)
+
+    def _box_projection(self, k: np.ndarray, t: np.ndarray, box: tuple[slice, ...]):
+        """Box corner ``lo``, extent ``n``, per-column (u*z, v*z, z) at the box's first z
+        slice (float64, (n0, n1, 3)) and its change per z slice: projection is affine in the
+        voxel index."""
+        s = self.voxel_size
+        kc = np.array([[k[0, 0], 0.0, k[0, 2]], [0.0, k[1, 1], k[1, 2]], [0.0, 0.0, 1.0]])
+        rot_t = t[:3, :3].T
+        lo = np.array([box[0].start, box[1].start, box[2].start])
+        n = np.array([box[0].stop, box[1].stop, box[2].stop]) - lo
+        c0 = rot_t @ (self.origin + lo * s - t[:3, 3])
+        a = (rot_t * s).T  # a[axis] = camera-frame step of one voxel along grid axis
+        ii = np.arange(n[0])[:, None, None]
+        jj = np.arange(n[1])[None, :, None]
+        base = (c0 + ii * a[0] + jj * a[1]) @ kc.T
+        return lo, n, base, kc @ a[2]
+
+    def _integrate_box_compiled(
+        self,
+        depth: np.ndarray,
+        k: np.ndarray,
+        t: np.ndarray,
+        box: tuple[slice, ...],
+        margin_h: int,
+        margin_w: int,
+        obs_weight: float,
+    ) -> FuseStats:
+        from eqa_runner.mapping.fuse_kernel import fuse_box
+
+        lo, n, base, step = self._box_projection(k, t, box)
+        updated, marked = fuse_box(
+            self.tsdf,
+            self.weight,
+            self.explored,
+            self.explored_2d,
+            depth,
+            int(lo[0]),
+            int(lo[1]),
+            int(lo[2]),
+            int(n[2]),
+            np.ascontiguousarray(base, dtype=np.float32),
+            step.astype(np.float32),
+            np.float32(self.trunc),
+            np.float32(obs_weight),
+            int(margin_h),
+            int(margin_w),
+        )
+        return FuseStats(int(n.prod()), int(updated), int(marked))
 
     def _integrate_box(
         self,

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from eqa_runner.mapping import FrontierPlanner, FrontierPlannerConfig, PlannerMaps
+from eqa_runner.mapping.tsdf import KERNELS
 from eqa_runner.policies.explore import AgentState, Waypoint, WaypointProposer
 from eqa_runner.sim import geometry as geo
 from eqa_runner.sim.base import Observation, Simulator
@@ -44,6 +45,11 @@ def planner_config(planner: Mapping[str, Any] | None) -> FrontierPlannerConfig:
         raise ValueError(
             f"policy.proposer.planner: unknown key(s) {', '.join(unknown)}; "
             f"known: {', '.join(sorted(known))}"
+        )
+    kernel = values.get("fusion_kernel", "numba")
+    if kernel not in KERNELS:
+        raise ValueError(
+            f"policy.proposer.planner.fusion_kernel={kernel!r}: use one of {', '.join(KERNELS)}"
         )
     return FrontierPlannerConfig(**values)
 

@@ -169,6 +169,8 @@ def test_unknown_planner_key_is_an_error():
     with pytest.raises(ValueError, match="unknown key"):
         planner_config({"epz": 2.0})
     assert planner_config({"eps": 2.0}).eps == 2.0
+    with pytest.raises(ValueError, match=r"fusion_kernel='cuda': use one of numba, numpy"):
+        planner_config({"fusion_kernel": "cuda"})
 
 
 RULES = [
