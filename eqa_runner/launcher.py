@@ -3,7 +3,8 @@
 The plugin's launchers stop at the first failed job. :func:`install` (called by ``python -m
 eqa_runner`` before Hydra starts) gives them a ``launch`` that submits the same job array, waits
 for all of it, and prints which jobs failed, where their logs are and a ready-to-paste command
-that reruns just those jobs into their own run dirs with ``run.resume=true``. (Hydra only
+that reruns just those jobs into their own run dirs with ``run.resume=true``; the sweep then
+exits with status 1 (no Hydra traceback). (Hydra only
 instantiates launchers from the ``hydra_plugins`` package, so a subclass in ``eqa_runner`` cannot
 be selected by ``_target_``.) A requeued job (preemption, time limit) runs the same pickled Hydra
 job again (the plugin's ``checkpoint``); ``run.run`` then resumes its run dir by itself.
@@ -87,6 +88,9 @@ class _WaitForAll:
                 failed.append({"num": num, "overrides": list(ov), "job": job, "error": ret})
         if failed:
             print(self._failure_report(failed, len(nums), sweep_dir), flush=True)
+            # The report says it all; Hydra would re-raise the first job's error with a
+            # traceback of its own sweeper. Exit 1 instead (no later batch would run either).
+            raise SystemExit(1)
         return results
 
     def _subdir(self, overrides: list[str], num: int) -> str | None:
