@@ -61,16 +61,6 @@ def tag_for(model: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_")[:80] or "judge"
 
 
-class _RecordsTask:
-    """Stands in for the task when summarising: subsets come from the records."""
-
-    def __init__(self, name: str, info: dict[str, Any]) -> None:
-        self.name, self._info = name, info
-
-    def describe(self) -> dict[str, Any]:
-        return self._info
-
-
 def rejudge(run_dir: Path, overrides: list[str], *, tag: str | None = None) -> dict[str, Any]:
     """Re-score every ok episode of ``run_dir`` with the judge in the (overridden) config."""
     cfg = load_run_config(run_dir, overrides)
@@ -122,12 +112,10 @@ def rejudge(run_dir: Path, overrides: list[str], *, tag: str | None = None) -> d
     with RecordWriter(run_dir / out_name) as w:
         asyncio.run(main(w))
     episodes = [episode_from_record(r) for r in src.values()]
-    task = _RecordsTask(str(cfg.task.get("name")), {"name": cfg.task.get("name"), "rejudged": True})
-    policy = type("P", (), {"name": cfg.policy.get("name")})()
     return write_summary(
         cfg,
-        task,
-        policy,
+        {"name": cfg.task.get("name"), "rejudged": True},  # subsets come from the records
+        str(cfg.policy.get("name")),
         judge,
         episodes,
         run_dir,

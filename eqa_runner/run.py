@@ -428,7 +428,7 @@ def _run_locked(
         close = resources.get("close")
         if close:
             close()
-    return write_summary(cfg, task, policy, judge, episodes, out_dir, prompts)
+    return write_summary(cfg, task.describe(), policy.name, judge, episodes, out_dir, prompts)
 
 
 def make_resources(cfg: DictConfig, task: Task, policy: Policy) -> dict[str, Any]:
@@ -506,8 +506,8 @@ async def _execute(
 
 def write_summary(
     cfg: DictConfig,
-    task: Task,
-    policy: Policy,
+    task_info: dict[str, Any],
+    policy_name: str,
     judge: Judge,
     episodes: Sequence[Episode],
     out_dir: Path,
@@ -516,7 +516,10 @@ def write_summary(
     summary_name: str = SUMMARY_FILE,
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Aggregate the final record of each selected episode into ``summary.json``."""
+    """Aggregate the final record of each selected episode into ``summary.json``.
+
+    ``task_info`` is the task's ``describe()``; ``policy_name`` the policy's ``name``.
+    """
     final = final_records(read_records(out_dir / jsonl_name))
     ids = [e.episode_id for e in episodes]
     recs = [final[i] for i in ids if i in final]
@@ -532,14 +535,14 @@ def write_summary(
         models["stop"] = str(stop)
     summary = build_summary(
         config=OmegaConf.to_container(cfg, resolve=True),
-        task_info=task.describe(),
+        task_info=task_info,
         selected_ids=ids,
         final=final,
         aggregate=agg,
         models=models,
         prompts=prompts,
         extra={
-            "policy": policy.name,
+            "policy": policy_name,
             "judge": judge.name,
             "shard": cfg.run.get("shard"),
             "run_dir": str(out_dir),
