@@ -65,12 +65,19 @@ def _texture_colors(mat, mesh, n_faces: int) -> np.ndarray | None:
         return None
     if tex.ndim == 2:
         tex = np.repeat(tex[..., None], 3, axis=2)
-    uv = uvs.reshape(n_faces, 3, 2).mean(axis=1)
+    uv = uvs.reshape(n_faces, 3, 2).mean(axis=1) % 1.0
     h, w = tex.shape[:2]
-    px = np.clip((uv[:, 0] % 1.0) * (w - 1), 0, w - 1).astype(int)
-    py = np.clip((uv[:, 1] % 1.0) * (h - 1), 0, h - 1).astype(int)
+    # nearest texel; assimp hands UVs over with v = 0 at the image's bottom row (OpenGL)
+    px = np.clip(np.floor(uv[:, 0] * w), 0, w - 1).astype(int)
+    py = np.clip(np.floor((1.0 - uv[:, 1]) * h), 0, h - 1).astype(int)
     col = tex[py, px, :3].astype(np.float64)
     return col / 255.0 if tex.dtype == np.uint8 else col
+
+
+def _linear_to_srgb(c: np.ndarray) -> np.ndarray:
+    """sRGB encoding of linear colours in [0, 1] (the renderer shades display values)."""
+    c = np.clip(np.asarray(c, dtype=np.float64), 0.0, 1.0)
+    return np.where(c <= 0.0031308, 12.92 * c, 1.055 * c ** (1 / 2.4) - 0.055)
 
 
 def load_mesh_file(path: Path, up_axis: str = "y") -> TriangleMeshData:
@@ -88,6 +95,8 @@ def load_mesh_file(path: Path, up_axis: str = "y") -> TriangleMeshData:
         cols = [c if len(c) == len(v) else np.full((len(v), 3), 0.7)]
     else:
         model = o3d.io.read_triangle_model(str(path))
+        # glTF base colour factors and COLOR_0 are linear; textures (and .ply/.obj) are sRGB
+        gltf = path.suffix.lower() in (".glb", ".gltf")
         offset = 0
         for info in model.meshes:
             m = info.mesh
@@ -96,6 +105,8 @@ def load_mesh_file(path: Path, up_axis: str = "y") -> TriangleMeshData:
             if len(v) == 0 or len(t) == 0:
                 continue
             c = np.asarray(m.vertex_colors, dtype=np.float64)
+            if gltf and len(c) == len(v):
+                c = _linear_to_srgb(c)
             if len(c) != len(v):
                 mat = model.materials[info.material_idx] if model.materials else None
                 face_col = _texture_colors(mat, m, len(t)) if mat is not None else None
@@ -105,6 +116,7 @@ def load_mesh_file(path: Path, up_axis: str = "y") -> TriangleMeshData:
                     c = np.repeat(face_col, 3, axis=0)
                 else:
                     base = np.asarray(mat.base_color)[:3] if mat is not None else [0.7] * 3
+                    base = _linear_to_srgb(base) if gltf and mat is not None else base
                     c = np.tile(np.asarray(base, dtype=np.float64), (len(v), 1))
             verts.append(v)
             tris.append(t + offset)
