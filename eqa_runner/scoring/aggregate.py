@@ -12,8 +12,12 @@ import numpy as np
 def bootstrap_ci(
     values: Sequence[float], *, samples: int = 1000, seed: int = 0, level: float = 0.95
 ) -> tuple[float | None, float | None]:
-    """Percentile bootstrap interval of the mean."""
-    x = np.asarray(values, dtype=float)
+    """Percentile bootstrap interval of the mean.
+
+    The values are sorted first, so the interval does not depend on record order (shards
+    merged by the report give the same interval as one unsharded run).
+    """
+    x = np.sort(np.asarray(values, dtype=float))
     if x.size == 0:
         return None, None
     if x.size == 1 or samples <= 0:

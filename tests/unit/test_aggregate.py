@@ -17,6 +17,11 @@ def test_ci_contains_mean_and_is_ordered() -> None:
     assert lo >= 0.0 and hi <= 1.0
 
 
+def test_ci_does_not_depend_on_record_order() -> None:
+    shuffled = list(np.random.default_rng(1).permutation(VALUES))
+    assert bootstrap_ci(shuffled, samples=500, seed=7) == bootstrap_ci(VALUES, samples=500, seed=7)
+
+
 def test_ci_deterministic_under_seed() -> None:
     assert bootstrap_ci(VALUES, samples=500, seed=7) == bootstrap_ci(VALUES, samples=500, seed=7)
     others = {bootstrap_ci(VALUES, samples=500, seed=s) for s in range(5)}
