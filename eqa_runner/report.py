@@ -494,6 +494,9 @@ def compare_table(runs: list[Run], baseline: int = 0) -> pd.DataFrame:
     metrics = headline_metrics(runs)
     flats = [dict(flatten(r.config), **r.choices) for r in runs]
     base = runs[baseline].summary.get("headline") or {}
+    if not keys:  # identical configs (e.g. repeated runs): name the rows by their run dirs
+        keys = ["run"]
+        flats = [{"run": r.label or r.path.name} for r in runs]
     rows = []
     for r, f in zip(runs, flats, strict=False):
         row: dict[str, Any] = {k: _cell(f.get(k)) for k in keys}

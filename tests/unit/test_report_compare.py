@@ -1,0 +1,20 @@
+"""``report.compare_table`` on runs whose configs do not differ."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eqa_runner.report import Run, compare_table
+
+
+def _run(name: str, mean: float) -> Run:
+    head = {"llm_match": {"mean": mean, "ci95": [mean - 1, mean + 1], "n": 10}}
+    cfg = {"policy": {"name": "blind"}, "run": {"seed": 0}}
+    return Run(Path(name), {"headline": head}, cfg, label=name)
+
+
+def test_identical_configs_are_told_apart_by_run_dir() -> None:
+    df = compare_table([_run("a", 40.0), _run("b", 42.5)], baseline=0)
+    assert list(df.columns) == ["run", "llm_match", "Δ llm_match"]
+    assert list(df["run"]) == ["a", "b"]
+    assert list(df["Δ llm_match"]) == ["(baseline)", "+2.5"]
