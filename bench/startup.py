@@ -24,7 +24,8 @@ PROBE = (
     "import runpy\n"
     "try:\n    runpy.run_module('eqa_runner', run_name='__main__')\n"
     "except SystemExit as e:\n    assert not e.code, e.code\n"
-    "heavy = [m for m in ('litellm', 'open3d', 'habitat_sim', 'pandas') if m in sys.modules]\n"
+    "heavy = [m for m in ('litellm', 'open3d', 'habitat_sim', 'pandas', 'numba')\n"
+    "         if m in sys.modules]\n"
     "print('heavy modules imported:', heavy or 'none')\n"
 )
 
