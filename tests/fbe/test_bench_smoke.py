@@ -1,0 +1,28 @@
+"""``bench/fbe_planner.py`` on a small setting: fbe out-explores re on the mesh apartment, and
+the compiled and numpy fusion kernels drive identical episodes (no timing is asserted)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+
+@pytest.mark.slow
+def test_fbe_bench_small_run_explores_more_than_re() -> None:
+    cmd = [
+        sys.executable, str(ROOT / "bench" / "fbe_planner.py"), "--steps", "15", "--seeds", "0",
+        "1", "--size", "128", "--modes", "fbe", "fbe/numpy", "re",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    out = proc.stdout
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "fbe > re on 2/2 episodes" in out, out[-2000:]
+    assert re.search(r"fbe vs fbe/numpy: .*same trajectories and coverage: True", out), out
+    cov = dict(re.findall(r"(fbe|re) ([0-9.]+)", out.split("mean coverage@15:")[-1]))
+    assert float(cov["fbe"]) > 0.6 > 0.4 > float(cov["re"]), out[-1500:]
+    assert "{'random': 15}" in out and "'frontier'" in out
