@@ -1,11 +1,12 @@
 """Benchmark the mesh simulator: render time per 512x512 RGB-D frame on a ~100k-triangle
-procedural apartment (new path vs. the previous implementation, kept here as the baseline),
-open3d's ray cast alone, grid build time and geodesic-query time. Prints numbers only.
+procedural apartment (new path, with its compiled shading pass and with the numpy reference
+shading, vs. the previous implementation, kept here as the baseline), open3d's ray cast
+alone, grid build time and geodesic-query time. Prints numbers only.
 
     python bench/sim_render.py [--triangles 100000] [--frames 40] [--queries 40]
 
 The machine may be shared: every timing is reported as wall and CPU (``process_time``, all
-threads) and the two render paths are interleaved frame by frame, so their ratio holds under
+threads) and the render paths are interleaved frame by frame, so their ratios hold under
 load.
 """
 
@@ -146,10 +147,13 @@ def main() -> None:
         return o3d.t.geometry.RaycastingScene.create_rays_pinhole(k_o3d, ext, args.size, args.size)
 
     sim.render(cams[0]), base.render(cams[0])  # warm-up
-    new, old, cast = [], [], []
+    new, new_np, old, cast = [], [], [], []
     max_depth_err, rgb_diff, rgb_max = 0.0, 0.0, 0
-    for cam in cams:  # interleaved, so load hits both paths alike
+    for cam in cams:  # interleaved, so load hits every path alike
         new.append(_timed(lambda cam=cam: sim.render(cam)))
+        sim.shading_kernel = "numpy"
+        new_np.append(_timed(lambda cam=cam: sim.render(cam)))
+        sim.shading_kernel = "numba"
         old.append(_timed(lambda cam=cam: base.render(cam)))
         rays = rays_for(cam)
         cast.append(_timed(lambda rays=rays: sim._rc.cast_rays(rays, nthreads=0)))
@@ -161,6 +165,7 @@ def main() -> None:
     hit = float((d_n > 0).mean())
     print(f"render {args.size}x{args.size} RGB-D, {args.frames} frames (hit ratio {hit:.2f}):")
     _row("new", new)
+    _row("new, numpy shading", new_np)
     _row("baseline", old)
     _row("open3d cast_rays only", cast)
     print(

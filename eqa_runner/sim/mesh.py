@@ -150,6 +150,7 @@ class MeshSimulator(Simulator):
         snap_max_dist: float = 2.0,
         up_axis: str = "y",
         interpolate_colors: bool = True,
+        shading_kernel: str = "numba",
         **_ignored: Any,
     ) -> None:
         self._init_body(width, height, hfov_deg, sensor_height_m, tilt_deg, agent_radius,
@@ -158,6 +159,10 @@ class MeshSimulator(Simulator):
         self.snap_max_dist = float(snap_max_dist)
         self.up_axis = up_axis
         self.interpolate_colors = bool(interpolate_colors)
+        if shading_kernel not in ("numba", "numpy"):
+            raise ValueError(f"sim.shading_kernel={shading_kernel!r}: use numba or numpy")
+        self.shading_kernel = shading_kernel  # numpy: the reference path (same frames, slower)
+        self._no_uv = np.zeros((1, 2), dtype=np.float32)
         self.scene: SceneSpec | None = None
         self._mesh: TriangleMeshData | None = None
         self._rc = None  # o3d.t.geometry.RaycastingScene
@@ -285,6 +290,8 @@ class MeshSimulator(Simulator):
         out = self._rc.cast_rays(rays, nthreads=0)
         t = out["t_hit"].numpy().reshape(-1)
         n_f = len(self._fcol)
+        if self.shading_kernel == "numba":
+            return self._shade_compiled(out, t, n_f, cam, x, y, head_k)
         # misses (INVALID_ID) -> the black sentinel face; intp once instead of in every take
         pid = np.minimum(out["primitive_ids"].numpy().reshape(-1), n_f).astype(np.intp)
         # headlight: |n . d| / |d| with n in the camera frame, d = (x, y, -1)
@@ -313,6 +320,35 @@ class MeshSimulator(Simulator):
         rgb = col.astype(np.uint8)
         np.copyto(t, np.float32(0.0), where=pid == n_f)
         return rgb.reshape(s.height, s.width, 3), t.reshape(s.height, s.width)
+
+    def _shade_compiled(self, out, t, n_f, cam, x, y, head_k):
+        """``render``'s shading as one compiled pass (:mod:`eqa_runner.sim.shade_kernel`)."""
+        from eqa_runner.sim.shade_kernel import shade_hits
+
+        s = self.sensor
+        interpolate = bool(self.interpolate_colors and not self._flat_colors)
+        uv = out["primitive_uvs"].numpy().reshape(-1, 2) if interpolate else self._no_uv
+        rgb = np.empty((t.size, 3), dtype=np.uint8)
+        depth = np.empty(t.size, dtype=np.float32)
+        shade_hits(
+            t,
+            out["primitive_ids"].numpy().reshape(-1),
+            uv,
+            n_f,
+            cam[:3, :3].T.astype(np.float32) @ self._fn_t,
+            x,
+            y,
+            head_k,
+            self._k_static,
+            self._fcol_s,
+            self._vcol_s,
+            self._tri_s,
+            interpolate,
+            self._clip_rgb,
+            rgb,
+            depth,
+        )
+        return rgb.reshape(s.height, s.width, 3), depth.reshape(s.height, s.width)
 
     # ------------------------------------------------------------------ agent
     def set_agent_pose(self, position, rotation_wxyz) -> None:

@@ -31,6 +31,7 @@ class MeshSimConfig(SimConfig):
     snap_max_dist: float = 2.0  # snap_point gives NaN beyond this horizontal distance (m)
     up_axis: str = "y"  # "z" for z-up meshes (ScanNet); converted to the habitat frame
     interpolate_colors: bool = True  # barycentric vertex colours (else flat face colours)
+    shading_kernel: str = "numba"  # numba: one compiled pass per frame | numpy (same frames)
 
 
 @dataclass

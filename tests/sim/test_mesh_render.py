@@ -78,3 +78,34 @@ def test_matches_previous_renderer(rooms, scene):
         # the other face from float rounding of the ray directions; elsewhere +-1 rounding
         off = np.abs(rgb.astype(int) - rgb0).max(axis=2) > 1
         assert off.mean() <= 0.03
+
+
+@pytest.mark.parametrize("scene", ["rooms", "gradient", "apartment"])
+def test_compiled_shading_is_identical_to_numpy_path(rooms, scene):
+    if scene == "rooms":
+        sim = rooms
+    elif scene == "gradient":
+        sim = _gradient_quad_sim()
+    else:
+        from eqa_runner.sim.procedural import generate_apartment
+
+        apt = generate_apartment(3, n_rooms=3)
+        sim = MeshSimulator(width=64, height=48)
+        sim.load_arrays(TriangleMeshData(apt.vertices, apt.triangles, apt.vertex_colors))
+    rng = np.random.default_rng(0)
+    lo, hi = sim.bounds()
+    for _ in range(4):  # includes views out of the scene (misses: black, depth 0)
+        pos = [rng.uniform(lo[0] - 1, hi[0] + 1), lo[1], rng.uniform(lo[2] - 1, hi[2] + 1)]
+        sim.set_agent_pose(pos, geo.yaw_to_quat(rng.uniform(-math.pi, math.pi)))
+        cam = sim.camera_pose()
+        sim.shading_kernel = "numpy"
+        rgb0, depth0 = sim.render(cam)
+        sim.shading_kernel = "numba"
+        rgb, depth = sim.render(cam)
+        assert rgb.dtype == np.uint8 and depth.dtype == np.float32
+        assert np.array_equal(rgb, rgb0) and np.array_equal(depth, depth0)
+
+
+def test_unknown_shading_kernel_is_refused():
+    with pytest.raises(ValueError, match="sim.shading_kernel='gpu'"):
+        MeshSimulator(shading_kernel="gpu")
