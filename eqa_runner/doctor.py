@@ -19,6 +19,7 @@ PACKAGES = [
     "omegaconf",
     "litellm",
     "numpy",
+    "numba",
     "open3d",
     "scikit-image",
     "pandas",
@@ -87,6 +88,30 @@ def check_mesh_sim() -> tuple[bool, str]:
         return True, f"mesh simulator OK ({msg}; rendered {obs.rgb.shape[1]}x{obs.rgb.shape[0]})"
     except Exception as exc:  # noqa: BLE001
         return False, f"mesh simulator failed: {type(exc).__name__}: {exc}"
+
+
+def check_jit() -> tuple[bool, str]:
+    """Load (or compile) the numba kernels (fbe fusion, mesh shading) and report their cache."""
+    try:
+        import time
+
+        import numpy as np
+
+        from eqa_runner.mapping import TSDFVolume
+        from eqa_runner.mapping.fuse_kernel import fuse_box
+
+        t0 = time.perf_counter()
+        vol = TSDFVolume(np.array([[0.0, 1.0], [0.0, 1.0], [0.0, 1.0]]))
+        vol.integrate(np.ones((8, 8), np.float32), np.eye(3), np.eye(4))
+        ms = (time.perf_counter() - t0) * 1e3
+        stats = fuse_box.stats
+        how = "loaded from cache" if sum(stats.cache_hits.values()) else "compiled"
+        where = Path(stats.cache_path)
+        writable = os.access(where if where.exists() else where.parent, os.W_OK)
+        note = "" if writable else " NOT writable: set NUMBA_CACHE_DIR to a writable dir"
+        return True, f"numba kernels OK ({how} in {ms:.0f} ms; cache {where}{note})"
+    except Exception as exc:  # noqa: BLE001 - report anything
+        return False, f"numba kernels unusable: {type(exc).__name__}: {exc}"
 
 
 def check_habitat(gpu_device_id: int) -> tuple[bool, list[str]]:
@@ -163,9 +188,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"API keys set: {', '.join(keys) if keys else 'none'}")
     for line in data_dirs(args.root):
         print(f"data: {line}")
+    jit_ok, jit_msg = check_jit()
+    print(f"jit: {jit_msg}")
     if args.sim == "mesh":
         ok, msg = check_mesh_sim()
         print(f"sim=mesh: {msg}")
+        ok = ok and jit_ok  # the mesh renderer's shading runs compiled
     else:
         ok = bool(hab_ok)
     print(f"selected sim={args.sim}: {'OK' if ok else 'CANNOT RUN'}")
