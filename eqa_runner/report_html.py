@@ -210,7 +210,8 @@ def render(runs: list[Run], *, compare: bool, baseline: int = 0, max_episodes: i
     metrics = headline_metrics(runs)
     if compare:
         table = compare_table(runs, baseline)
-        table.insert(0, "run", [r.label for r in runs])
+        if "run" not in table.columns:  # identical configs already get a "run" column
+            table.insert(0, "run", [r.label for r in runs])
     else:
         table = display_runs(runs_table(runs), metrics)
     title = "eqa_runner comparison" if compare else f"eqa_runner report: {runs[0].label}"
@@ -235,11 +236,13 @@ def render(runs: list[Run], *, compare: bool, baseline: int = 0, max_episodes: i
         ]
         parts.append("<ul>" + "".join(f'<li class="note">{html.escape(n)}</li>' for n in items)
                      + "</ul>")  # fmt: skip
-    parts.append("<h2>By category</h2>")
+    # EXPRESS groups its questions by type (stored in the records' category field)
+    group = "question type" if "E_path" in metrics else "category"
+    parts.append(f"<h2>By {group}</h2>")
     for m in metrics[:1] if len(metrics) < 2 else [m for m in metrics if m != "d_T"][:2]:
         uri = category_chart(runs, m)
         if uri:
-            parts.append(f'<img class="chart" src="{uri}" alt="{html.escape(m)} by category">')
+            parts.append(f'<img class="chart" src="{uri}" alt="{html.escape(m)} by {group}">')
     thumbs = Thumbs()
     all_rows, cats = [], set()
     for r in runs:
@@ -253,10 +256,10 @@ def render(runs: list[Run], *, compare: bool, baseline: int = 0, max_episodes: i
     score_opts = "".join(f'<option value="{v}">score &ge; {v}</option>' for v in (1, 2, 3, 4, 5))
     parts += [
         "<h2>Episodes</h2>",
-        '<div id="filters">category <select id="fcat"><option value="">all</option>'
+        f'<div id="filters">{group} <select id="fcat"><option value="">all</option>'
         f"{opts}</select> minimum score <select id='fscore'><option value=''>any</option>"
         f"{score_opts}</select> — <span id='nshown'></span> shown</div>",
-        '<table id="episodes"><thead><tr><th>episode</th><th>category</th><th>score</th>'
+        f'<table id="episodes"><thead><tr><th>episode</th><th>{group}</th><th>score</th>'
         "<th>question</th><th>reference</th><th>prediction</th><th>judge reply</th>"
         "<th>frames</th></tr></thead><tbody>",
         *all_rows,

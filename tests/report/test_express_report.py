@@ -231,7 +231,8 @@ def test_report_table_by_type_csv_and_html_on_express_run(express_run, tmp_path)
         assert f"<th>{m}</th>" in text
         assert f"<td>{_fmt(head[m])}</td>" in text
     assert "<td>7</td>" in text and "EXPRESS-Bench EAC in percent" in text  # the metric note
-    assert 'alt="C by category"' in text and 'alt="C_star by category"' in text
+    assert "By question type" in text and "<th>question type</th>" in text
+    assert 'alt="C by question type"' in text and 'alt="C_star by question type"' in text
     assert text.count("data:image/png;base64,") == 2  # the two charts
     rows = re.findall(r'<tr class="ep"[^>]*>.*?</tr>', text, flags=re.S)
     assert len(rows) == 8

@@ -18,3 +18,15 @@ def test_identical_configs_are_told_apart_by_run_dir() -> None:
     assert list(df.columns) == ["run", "llm_match", "Δ llm_match"]
     assert list(df["run"]) == ["a", "b"]
     assert list(df["Δ llm_match"]) == ["(baseline)", "+2.5"]
+
+
+def test_html_compare_of_identical_configs(tmp_path: Path) -> None:
+    from eqa_runner.report_html import render
+
+    runs = [_run(str(tmp_path / "a"), 40.0), _run(str(tmp_path / "b"), 42.5)]
+    for r in runs:
+        r.path.mkdir()
+        (r.path / "episodes.jsonl").write_text("")
+    page = render(runs, compare=True)
+    assert page.count("<th>run</th>") == 1 and "+2.5" in page
+    assert "By category" in page  # OpenEQA metric: grouped by category
