@@ -37,6 +37,7 @@ img.th{margin:1px;border:1px solid #999}
 .note{color:#8a4b00}
 #filters{position:sticky;top:0;background:#fff;padding:.4em 0;border-bottom:1px solid #ddd}
 tr.err td{background:#fde8e8}
+.x{color:#555;font-size:12px;margin-top:.3em}
 """
 
 JS = """
@@ -166,6 +167,25 @@ def _images(rec: dict[str, Any], run_dir: Path, ep_dir: Path | None, thumbs: Thu
     return out
 
 
+def _exploration_line(rec: dict[str, Any]) -> str:
+    """EXPRESS episodes: path length vs the reference, final distance to the goal, steps."""
+    m = rec.get("metrics") or {}
+    tr = rec.get("trace") or {}
+    path = m.get("path_len", tr.get("path_len"))
+    if path is None:
+        return ""
+    ref = m.get("gt_geodesic", tr.get("gt_geodesic"))
+    d_t = m.get("d_t", tr.get("d_t"))
+    steps = m.get("steps_taken", tr.get("steps_taken"))
+    bits = [f"path {path:.1f} m" + (f" (ref {ref:.1f} m)" if ref is not None else "")]
+    if d_t is not None:
+        bits.append(f"d_T {d_t:.2f} m")
+    if steps is not None:
+        bits.append(f"{int(steps)} steps" + (f", {tr['stop_reason']}" if tr.get("stop_reason")
+                                             else ""))  # fmt: skip
+    return f'<div class="x">{html.escape("; ".join(bits))}</div>'
+
+
 def episode_rows(run: Run, thumbs: Thumbs, max_episodes: int) -> tuple[list[str], set[str]]:
     rows, cats = [], set()
     ep_dir = _episodes_dir(run.config)
@@ -181,6 +201,7 @@ def episode_rows(run: Run, thumbs: Thumbs, max_episodes: int) -> tuple[list[str]
         if err:
             e = rec.get("error") or {}
             judge = f"ERROR {e.get('type', '')}: {e.get('message', '')}"
+        judge_cell = html.escape(str(judge)) + _exploration_line(rec)
         cells = [
             html.escape(str(rec.get("episode_id"))),
             html.escape(cat),
@@ -188,7 +209,7 @@ def episode_rows(run: Run, thumbs: Thumbs, max_episodes: int) -> tuple[list[str]
             html.escape(str(rec.get("question") or "")),
             html.escape(str(rec.get("answer") or "")),
             html.escape(str(rec.get("prediction") or "")),
-            html.escape(str(judge)),
+            judge_cell,
             "".join(_images(rec, d, ep_dir, thumbs)),
         ]
         tds = "".join(

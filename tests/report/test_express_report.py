@@ -248,6 +248,9 @@ def test_report_table_by_type_csv_and_html_on_express_run(express_run, tmp_path)
         assert f'data-score="{score}"' in tr  # sigma * delta; empty when unparsable
         assert rec["question"] in tr and rec["answer"] in tr and "It is in the kitchen." in tr
         assert tr.count("data:image/jpeg;base64,") == 1  # the judge's (final) frame
+        m = rec["metrics"] or rec["trace"]
+        assert f"path {m['path_len']:.1f} m (ref {m['gt_geodesic']:.1f} m)" in tr
+        assert f"d_T {m['d_t']:.2f} m" in tr and f"{int(m['steps_taken'])} steps" in tr
         assert f'alt="{Path(rec["trace"]["judge_images"][0]).name}"' in tr
     assert seen == set(by_id)
     (bad,) = [tr for tr in rows if 'data-score=""' in tr]
