@@ -72,3 +72,14 @@ def openeqa_data(tmp_path: Path) -> Path:
     from tests.helpers.datasets import make_openeqa_dataset
 
     return make_openeqa_dataset(tmp_path / "data", n_questions=20)
+
+
+@pytest.fixture(scope="session")
+def express_demo(tmp_path_factory) -> Path:
+    """The procedural EXPRESS demo (2 scenes, 12 questions), written once per session
+    (read-only: copy it before changing files)."""
+    from eqa_runner.demo_scenes import write_express_demo
+
+    out = tmp_path_factory.mktemp("express_demo") / "express"
+    write_express_demo(out, seed=0)
+    return out

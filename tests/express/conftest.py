@@ -8,8 +8,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # `from tests.conftest import ...` without `python -m pytest`
     sys.path.insert(0, str(ROOT))
@@ -63,13 +61,3 @@ def write_questions(path: Path, records: list[dict[str, Any]]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(records), encoding="utf-8")
     return path
-
-
-@pytest.fixture(scope="session")
-def express_demo(tmp_path_factory) -> Path:
-    """The procedural EXPRESS demo (2 scenes, 12 questions), written once per session."""
-    from eqa_runner.demo_scenes import write_express_demo
-
-    out = tmp_path_factory.mktemp("express_demo") / "express"
-    write_express_demo(out, seed=0)
-    return out

@@ -19,19 +19,10 @@ pytest.importorskip("eqa_runner.policies.explore")
 BASE = ["task=express", "policy=re", "llm=offline", "judge.model=offline"]
 
 
-@pytest.fixture(scope="module")
-def demo_master(tmp_path_factory) -> Path:
-    from eqa_runner.demo_scenes import write_express_demo
-
-    out = tmp_path_factory.mktemp("express_demo") / "express"
-    write_express_demo(out, seed=0)
-    return out
-
-
 @pytest.fixture
-def demo(tmp_path, demo_master) -> Path:
+def demo(tmp_path, express_demo) -> Path:
     tally.add("bad inputs tried")
-    return Path(shutil.copytree(demo_master, tmp_path / "express"))
+    return Path(shutil.copytree(express_demo, tmp_path / "express"))
 
 
 def _questions(demo: Path) -> tuple[Path, list[dict]]:

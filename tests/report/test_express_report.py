@@ -52,17 +52,8 @@ def _marks(question: str) -> tuple[float, float] | None:
     return None if question == UNPARSABLE_Q else (1.0, 4.0)
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> Path:
-    from eqa_runner.demo_scenes import write_express_demo
-
-    out = tmp_path_factory.mktemp("express_demo") / "express"
-    write_express_demo(out, seed=0)
-    return out
-
-
 @pytest.fixture
-def express_run(demo, compose_cfg, llm_server):
+def express_run(express_demo, compose_cfg, llm_server):
     llm_server.configure(rules=RULES)
 
     def do_run(out: Path, *over: str) -> Path:
@@ -70,7 +61,7 @@ def express_run(demo, compose_cfg, llm_server):
             [
                 "task=express",
                 "policy=re",
-                f"task.data_dir={demo}",
+                f"task.data_dir={express_demo}",
                 "policy.max_steps=3",
                 "sim.width=96",
                 "sim.height=96",
