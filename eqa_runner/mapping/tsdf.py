@@ -273,9 +273,12 @@ class TSDFVolume:
         return self._integrate_box(depth, k, t, box, rgb, margin_h, margin_w, obs_weight)
 
     def _box_projection(self, k: np.ndarray, t: np.ndarray, box: tuple[slice, ...]):
-        """Box corner ``lo``, extent ``n``, per-column (u*z, v*z, z) at the box's first z
-        slice (float64, (n0, n1, 3)) and its change per z slice: projection is affine in the
-        voxel index."""
+        """The box's projection, affine in the voxel index.
+
+        Camera coordinates are ``cam = c0 + i*a[0] + j*a[1] + l*a[2]`` for box index (i, j, l);
+        returns the box corner ``lo``, extent ``n``, ``c0``, ``a``, each column's
+        (u*z, v*z, z) at ``l = 0`` (float64, (n0, n1, 3)) and its change per ``l``.
+        """
         s = self.voxel_size
         kc = np.array([[k[0, 0], 0.0, k[0, 2]], [0.0, k[1, 1], k[1, 2]], [0.0, 0.0, 1.0]])
         rot_t = t[:3, :3].T
@@ -286,7 +289,7 @@ class TSDFVolume:
         ii = np.arange(n[0])[:, None, None]
         jj = np.arange(n[1])[None, :, None]
         base = (c0 + ii * a[0] + jj * a[1]) @ kc.T
-        return lo, n, base, kc @ a[2]
+        return lo, n, c0, a, base, kc @ a[2]
 
     def _integrate_box_compiled(
         self,
@@ -300,7 +303,7 @@ class TSDFVolume:
     ) -> FuseStats:
         from eqa_runner.mapping.fuse_kernel import fuse_box
 
-        lo, n, base, step = self._box_projection(k, t, box)
+        lo, n, _, _, base, step = self._box_projection(k, t, box)
         updated, marked = fuse_box(
             self.tsdf,
             self.weight,
@@ -333,14 +336,8 @@ class TSDFVolume:
         cull_columns: bool = True,
     ) -> FuseStats:
         h, w = depth.shape
-        s = self.voxel_size
         fx, fy, cx, cy = k[0, 0], k[1, 1], k[0, 2], k[1, 2]
-        # Camera coordinates are affine in the voxel index: cam = c0 + i*a[0] + j*a[1] + l*a[2].
-        rot_t = t[:3, :3].T
-        lo = np.array([box[0].start, box[1].start, box[2].start])
-        n = np.array([box[0].stop, box[1].stop, box[2].stop]) - lo
-        c0 = rot_t @ (self.origin + lo * s - t[:3, 3])
-        a = (rot_t * s).T  # a[axis] = camera-frame step of one voxel along grid axis
+        lo, n, c0, a, base, step = self._box_projection(k, t, box)
         ii = np.arange(n[0])[:, None]
         jj = np.arange(n[1])[None, :]
         if cull_columns:
@@ -359,10 +356,7 @@ class TSDFVolume:
             (first - kmin.ravel()).astype(np.int32), count
         )
         lk_f = lk.astype(np.float32)
-        # fold the intrinsics in: (pu, pv, z) = K @ cam, pixel = (pu / z, pv / z)
-        kc = np.array([[fx, 0.0, cx], [0.0, fy, cy], [0.0, 0.0, 1.0]])
-        base = (c0 + ii[..., None] * a[0] + jj[..., None] * a[1]) @ kc.T  # (n0, n1, 3)
-        step = kc @ a[2]
+        # intrinsics folded in: (pu, pv, z) = K @ cam, pixel = (pu / z, pv / z)
         base = base.astype(np.float32).reshape(-1, 3)
         z = base[:, 2][col] + lk_f * np.float32(step[2])
         if not cull_columns:  # the column ranges already guarantee z > 0
