@@ -25,7 +25,6 @@ import math
 import os
 import resource
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from eqa_runner.mapping import FrontierPlanner, FuseStats, TSDFVolume  # noqa: E402
+from eqa_runner.mapping.fuse_kernel import warm_up  # noqa: E402
 from eqa_runner.policies.explore import AgentState, RandomProposer  # noqa: E402
 from eqa_runner.policies.frontier import FrontierProposer, bounds_normal  # noqa: E402
 from eqa_runner.sim import geometry as geo  # noqa: E402
@@ -189,14 +189,6 @@ def run_episode(sim, mode: str, start: np.ndarray, seed: int, steps: int, look: 
     return out
 
 
-def warm_up_kernel() -> float:
-    """Load (or compile) the numba fusion kernel once; returns the wall ms it took."""
-    t0 = time.perf_counter()
-    vol = TSDFVolume(np.array([[0.0, 1.0], [0.0, 1.0], [0.0, 1.0]]))
-    vol.integrate(np.ones((8, 8), np.float32), np.eye(3), np.eye(4))
-    return (time.perf_counter() - t0) * 1e3
-
-
 def pct(a: np.ndarray, q: float) -> float:
     return float(np.percentile(a, q))
 
@@ -238,7 +230,7 @@ def main() -> None:
         f"{look or 'none'} deg ({1 + len(look)} view{'s' if look else ''}/step); load avg "
         f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}"
     )
-    print(f"numba fusion kernel load (compile on first use): {warm_up_kernel():.0f} ms")
+    print(f"numba fusion kernel load (compile on first use): {warm_up():.0f} ms")
     results = {}
     for mode in args.modes:
         runs = [run_episode(sim, mode, starts[s], s, args.steps, look) for s in args.seeds]
