@@ -290,12 +290,12 @@ class MeshSimulator(Simulator):
         out = self._rc.cast_rays(rays, nthreads=0)
         t = out["t_hit"].numpy().reshape(-1)
         n_f = len(self._fcol)
-        if self.shading_kernel == "numba":
-            return self._shade_compiled(out, t, n_f, cam, x, y, head_k)
-        # misses (INVALID_ID) -> the black sentinel face; intp once instead of in every take
-        pid = np.minimum(out["primitive_ids"].numpy().reshape(-1), n_f).astype(np.intp)
         # headlight: |n . d| / |d| with n in the camera frame, d = (x, y, -1)
         n_cam = cam[:3, :3].T.astype(np.float32) @ self._fn_t  # (3, F + 1)
+        if self.shading_kernel == "numba":
+            return self._shade_compiled(out, t, n_f, n_cam, x, y, head_k)
+        # misses (INVALID_ID) -> the black sentinel face; intp once instead of in every take
+        pid = np.minimum(out["primitive_ids"].numpy().reshape(-1), n_f).astype(np.intp)
         shade = np.take(n_cam[0], pid)
         shade *= x
         tmp = np.take(n_cam[1], pid)
@@ -321,7 +321,7 @@ class MeshSimulator(Simulator):
         np.copyto(t, np.float32(0.0), where=pid == n_f)
         return rgb.reshape(s.height, s.width, 3), t.reshape(s.height, s.width)
 
-    def _shade_compiled(self, out, t, n_f, cam, x, y, head_k):
+    def _shade_compiled(self, out, t, n_f, n_cam, x, y, head_k):
         """``render``'s shading as one compiled pass (:mod:`eqa_runner.sim.shade_kernel`)."""
         from eqa_runner.sim.shade_kernel import shade_hits
 
@@ -335,7 +335,7 @@ class MeshSimulator(Simulator):
             out["primitive_ids"].numpy().reshape(-1),
             uv,
             n_f,
-            cam[:3, :3].T.astype(np.float32) @ self._fn_t,
+            n_cam,
             x,
             y,
             head_k,
