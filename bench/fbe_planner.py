@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/fbe_planner.py [--steps 30] [--seeds 0 1 2] [--look-around 90 180 270]
 
-Scene: a procedural 5-room apartment (``eqa_runner.sim.procedural``, seed ``--scene-seed``)
+Scene: a procedural 5-room apartment (``eqa_runner.demo.apartment``, seed ``--scene-seed``)
 on the mesh simulator, stretched to ``--footprint`` (default 12 x 10 m; the generator draws at
 most ~12 x 9 m for 5 rooms). Per seed one start pose; every policy runs the same episodes
 through the real proposer API (``reset`` / ``update`` / ``propose``, navmesh snap, geodesic
@@ -85,8 +85,8 @@ class EveryVoxelVolume(TSDFVolume):
 
 def make_sim(seed: int, footprint: tuple[float, float] | None, px: int):
     """Mesh simulator on procedural apartment ``seed`` (5 rooms), optionally stretched in x-z."""
+    from eqa_runner.demo.apartment import generate_apartment
     from eqa_runner.sim.mesh import MeshSimulator, TriangleMeshData
-    from eqa_runner.sim.procedural import generate_apartment
 
     apt = generate_apartment(seed, n_rooms=5)
     v = np.asarray(apt.vertices, dtype=float).copy()
@@ -217,7 +217,11 @@ def main() -> None:
     if look is None:
         from omegaconf import OmegaConf
 
-        look = list(OmegaConf.load(ROOT / "conf/policy/fbe.yaml").proposer.look_around_deg)
+        look = list(
+            OmegaConf.load(
+                ROOT / "eqa_runner" / "conf" / "policy" / "fbe.yaml"
+            ).proposer.look_around_deg
+        )
     fp = None if args.footprint == "none" else tuple(float(x) for x in args.footprint.split("x"))
     sim, name = make_sim(args.scene_seed, fp, args.size)
     starts = {

@@ -70,7 +70,7 @@ EPISODE_RSS = """
 import asyncio, sys
 from concurrent.futures import ThreadPoolExecutor
 import numpy as np
-from eqa_runner.context import EpisodeContext
+from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.llm import LLMClient
 from eqa_runner.policies.frames import FramesPolicy
 from eqa_runner.tasks.openeqa_em import OpenEQATask

@@ -35,12 +35,12 @@ def run_once(url: str, data: Path, out: Path, workers: int, models: list[str]) -
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from eqa_runner.run import run
-    from eqa_runner.schema import register_configs
+    from eqa_runner.run.configstore import register_configs
+    from eqa_runner.run.loop import run
 
     register_configs()
     GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(ROOT / "eqa_runner" / "conf"), version_base="1.3"):
         cfg = compose(
             "config",
             overrides=[

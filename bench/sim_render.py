@@ -23,9 +23,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from eqa_runner.demo.apartment import generate_apartment  # noqa: E402
 from eqa_runner.sim import geometry as geo  # noqa: E402
 from eqa_runner.sim.mesh import _LIGHT, MeshSimulator, _o3d  # noqa: E402
-from eqa_runner.sim.procedural import generate_apartment  # noqa: E402
 
 
 class BaselineRenderer:

@@ -9,23 +9,21 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
-from eqa_runner.schema import register_configs
+from eqa_runner.run.configstore import register_configs
 
 register_configs()
 log = logging.getLogger("eqa_runner")
 
 
-@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+@hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def app(cfg: DictConfig) -> object:
     """Run one composed configuration; user errors become one line on stderr, exit code 2."""
-    from eqa_runner.llm import ConfigSecretError
-    from eqa_runner.records import RunDirError
-    from eqa_runner.run import ConfigError, run
-    from eqa_runner.tasks.base import DataError
+    from eqa_runner.errors import ConfigSecretError, UserError
+    from eqa_runner.run.loop import run
 
     try:
         return run(cfg)
-    except (ConfigError, DataError, RunDirError, ConfigSecretError) as e:
+    except UserError as e:
         if isinstance(e, ConfigSecretError):  # a key from a config file: blank Hydra's copies
             from hydra.core.hydra_config import HydraConfig
 
@@ -36,7 +34,7 @@ def app(cfg: DictConfig) -> object:
                 redact_saved_configs(Path(hc.runtime.output_dir) / hc.output_subdir)
         log.error("%s", e)
         print(f"error: {e}", file=sys.stderr, flush=True)
-        sys.exit(2)
+        sys.exit(e.exit_code)
 
 
 def expand_num_shards(argv: list[str]) -> list[str]:

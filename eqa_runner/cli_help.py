@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
+CONF = Path(__file__).resolve().parent / "conf"
 GROUPS = ("task", "policy", "llm", "judge", "sim", "experiment", "hydra/launcher")
 
 

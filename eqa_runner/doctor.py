@@ -74,9 +74,9 @@ def check_mesh_sim() -> tuple[bool, str]:
     try:
         import numpy as np
 
+        from eqa_runner.demo.apartment import generate_apartment
         from eqa_runner.sim import geometry as geo
         from eqa_runner.sim.mesh import MeshSimulator
-        from eqa_runner.sim.procedural import generate_apartment
 
         apt = generate_apartment(0, n_rooms=4)
         sim = MeshSimulator(width=64, height=64)

@@ -10,6 +10,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from eqa_runner.errors import RunDirError
+
 log = logging.getLogger(__name__)
 
 EPISODES_FILE = "episodes.jsonl"
@@ -29,10 +31,6 @@ RECORD_FIELDS = (
     "timings",
     "usage",
 )
-
-
-class RunDirError(RuntimeError):
-    """The run directory cannot be used as asked (locked, or holds results without resume)."""
 
 
 def to_jsonable(obj: Any) -> Any:

@@ -16,9 +16,10 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from eqa_runner.errors import ConfigError
 from eqa_runner.llm import track_usage
 from eqa_runner.records import EPISODES_FILE, RecordWriter, final_records, read_records
-from eqa_runner.run import ConfigError, build, llm_clients, write_summary
+from eqa_runner.run.loop import build, llm_clients, write_summary
 from eqa_runner.scoring.base import Judge
 from eqa_runner.types import Episode, Prediction
 

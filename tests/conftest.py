@@ -14,13 +14,13 @@ from omegaconf import DictConfig
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 ROOT = Path(__file__).resolve().parents[1]
-CONF = ROOT / "conf"
+CONF = ROOT / "eqa_runner" / "conf"
 
 
 @pytest.fixture
 def compose_cfg(tmp_path: Path):
     """Compose the real config tree with overrides; outputs and the model cache in tmp_path."""
-    from eqa_runner.schema import register_configs
+    from eqa_runner.run.configstore import register_configs
 
     register_configs()
 
@@ -78,7 +78,7 @@ def openeqa_data(tmp_path: Path) -> Path:
 def express_demo(tmp_path_factory) -> Path:
     """The procedural EXPRESS demo (2 scenes, 12 questions), written once per session
     (read-only: copy it before changing files)."""
-    from eqa_runner.demo_scenes import write_express_demo
+    from eqa_runner.demo.datasets import write_express_demo
 
     out = tmp_path_factory.mktemp("express_demo") / "express"
     write_express_demo(out, seed=0)

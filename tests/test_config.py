@@ -11,9 +11,10 @@ import pytest
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
-from eqa_runner.llm import ConfigSecretError, LLMClient
+from eqa_runner.errors import ConfigSecretError
+from eqa_runner.llm import LLMClient
 from eqa_runner.policies.base import Policy
-from eqa_runner.run import build
+from eqa_runner.run.loop import build
 from eqa_runner.scoring.base import Judge
 from eqa_runner.tasks.base import Task
 from tests.conftest import CONF, ROOT

@@ -11,8 +11,9 @@ import time
 
 import pytest
 
+from eqa_runner.errors import ConfigError
 from eqa_runner.records import read_records
-from eqa_runner.run import ConfigError, run
+from eqa_runner.run.loop import run
 from tests.conftest import ROOT, server_overrides
 from tests.helpers.datasets import make_openeqa_dataset
 
@@ -143,7 +144,7 @@ def test_selection_limit_ids_file_and_shards(tmp_path, compose_cfg, openeqa_data
 def test_incompatible_policy_fails_at_start(compose_cfg, openeqa_data):
     cfg = (
         compose_cfg([f"task.data_dir={openeqa_data}", "policy=fbe"])
-        if (ROOT / "conf/policy/fbe.yaml").exists()
+        if (ROOT / "eqa_runner/conf/policy/fbe.yaml").exists()
         else None
     )
     if cfg is None:

@@ -3,21 +3,11 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
 from typing import Any
 
-from eqa_runner.context import EpisodeContext
-from eqa_runner.llm import Message
+from eqa_runner.llm import RequestEstimate
+from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.types import Episode, Prediction
-
-
-@dataclass
-class RequestEstimate:
-    """A model request as a dry run sees it: text messages plus image sizes (nothing encoded)."""
-
-    role: str
-    messages: list[Message]
-    image_sizes: list[tuple[int, int]] = field(default_factory=list)
 
 
 class Policy(ABC):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from eqa_runner.context import EpisodeContext
-from eqa_runner.llm import OFFLINE_TAG, user
-from eqa_runner.policies.base import Policy, RequestEstimate
+from eqa_runner.llm import OFFLINE_TAG, RequestEstimate, user
+from eqa_runner.policies.base import Policy
+from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.prompts import load_prompt
 from eqa_runner.types import Episode, Prediction
 

@@ -31,13 +31,13 @@ from typing import Any
 
 import numpy as np
 
-from eqa_runner.context import EpisodeContext
 from eqa_runner.images import encode_png
-from eqa_runner.llm import OFFLINE_TAG, ImagePart, LLMClient, Message, system, user
-from eqa_runner.policies.base import Policy, RequestEstimate
+from eqa_runner.llm import OFFLINE_TAG, ImagePart, LLMClient, Message, RequestEstimate, system, user
+from eqa_runner.policies.base import Policy
+from eqa_runner.policies.context import EpisodeContext
+from eqa_runner.prompts import express_prompt
 from eqa_runner.sim import geometry as geo
 from eqa_runner.sim.base import Observation, SceneSpec, Simulator
-from eqa_runner.tasks.express import express_prompt
 from eqa_runner.types import Episode, Prediction
 
 log = logging.getLogger(__name__)
@@ -305,7 +305,7 @@ class ExplorePolicy(Policy):
         from hydra.utils import instantiate
         from omegaconf import OmegaConf
 
-        from eqa_runner.run import ConfigError
+        from eqa_runner.errors import ConfigError
 
         if self.stop_model and str(self.stop_model) != str(cfg.llm.model):
             base = OmegaConf.to_container(cfg.llm, resolve=True)

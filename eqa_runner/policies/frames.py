@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from eqa_runner.context import EpisodeContext
 from eqa_runner.images import image_size, load_frame, mime_of, resized_size
-from eqa_runner.llm import OFFLINE_TAG, ImagePart, user
-from eqa_runner.policies.base import Policy, RequestEstimate
+from eqa_runner.llm import OFFLINE_TAG, ImagePart, RequestEstimate, user
+from eqa_runner.policies.base import Policy
+from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.prompts import load_prompt
 from eqa_runner.types import Episode, Prediction
 

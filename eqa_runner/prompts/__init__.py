@@ -50,3 +50,23 @@ def _load_prompt(benchmark: str, name: str, prompts_dir: str | None) -> Prompt:
         original = False
     text = path.read_text(encoding="utf-8").strip()
     return Prompt(name, text, path, hashlib.sha256(text.encode()).hexdigest(), original)
+
+
+def split_prompt(text: str) -> tuple[str, str]:
+    """(system, user) parts of an EXPRESS prompt file (``[system]:`` / ``[user]:`` sections).
+
+    A file without the section markers is all user text.
+    """
+    low = text.lower()
+    s_at, u_at = low.find("[system]:"), low.find("[user]:")
+    if u_at < 0:
+        return "", text.strip()
+    system = text[s_at + len("[system]:") : u_at] if 0 <= s_at < u_at else ""
+    return system.strip(), text[u_at + len("[user]:") :].strip()
+
+
+def express_prompt(name: str, prompts_dir: str | None) -> tuple[str, str, Prompt]:
+    """Load ``<name>.txt`` (shipped, or the original from ``prompts.dir``) split in two parts."""
+    prompt = load_prompt("express", name, prompts_dir)
+    system, user = split_prompt(prompt.text)
+    return system, user, prompt

@@ -6,8 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from eqa_runner.llm import LLMClient, Message, user
-from eqa_runner.policies.base import RequestEstimate
+from eqa_runner.llm import LLMClient, Message, RequestEstimate, user
 from eqa_runner.types import Episode, Prediction, Score
 
 T = TypeVar("T")

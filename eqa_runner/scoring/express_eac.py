@@ -27,11 +27,10 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from eqa_runner.llm import OFFLINE_TAG, ImagePart, LLMClient, Message, system, user
-from eqa_runner.policies.base import RequestEstimate
+from eqa_runner.llm import OFFLINE_TAG, ImagePart, LLMClient, Message, RequestEstimate, system, user
+from eqa_runner.prompts import express_prompt
 from eqa_runner.scoring.aggregate import mean_with_ci
 from eqa_runner.scoring.base import Judge
-from eqa_runner.tasks.express import express_prompt
 from eqa_runner.types import Episode, Prediction, Score
 
 log = logging.getLogger(__name__)

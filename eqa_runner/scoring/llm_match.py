@@ -7,8 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from eqa_runner.llm import OFFLINE_TAG, LLMClient, user
-from eqa_runner.policies.base import RequestEstimate
+from eqa_runner.llm import OFFLINE_TAG, LLMClient, RequestEstimate, user
 from eqa_runner.prompts import load_prompt
 from eqa_runner.scoring.aggregate import breakdown, mean_with_ci
 from eqa_runner.scoring.base import Judge

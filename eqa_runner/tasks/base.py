@@ -9,10 +9,6 @@ from typing import Any
 from eqa_runner.types import Episode
 
 
-class DataError(ValueError):
-    """Bad input data; the message names the file / record / field and the fix."""
-
-
 class Task(ABC):
     """A benchmark: loads episodes and knows which policies can attempt them."""
 

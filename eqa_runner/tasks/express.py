@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from eqa_runner.prompts import Prompt, load_prompt
+from eqa_runner.errors import DataError
 from eqa_runner.sim.base import parse_scene_id
-from eqa_runner.tasks.base import DataError, Task
+from eqa_runner.tasks.base import Task
 from eqa_runner.types import Episode
 
 QUESTIONS_FILE = "express-bench.json"
@@ -271,26 +271,6 @@ class ExpressTask(Task):
             "split": self.split,
             "scenes": self.scenes,
         }
-
-
-def split_prompt(text: str) -> tuple[str, str]:
-    """(system, user) parts of an EXPRESS prompt file (``[system]:`` / ``[user]:`` sections).
-
-    A file without the section markers is all user text.
-    """
-    low = text.lower()
-    s_at, u_at = low.find("[system]:"), low.find("[user]:")
-    if u_at < 0:
-        return "", text.strip()
-    system = text[s_at + len("[system]:") : u_at] if 0 <= s_at < u_at else ""
-    return system.strip(), text[u_at + len("[user]:") :].strip()
-
-
-def express_prompt(name: str, prompts_dir: str | None) -> tuple[str, str, Prompt]:
-    """Load ``<name>.txt`` (shipped, or the original from ``prompts.dir``) split in two parts."""
-    prompt = load_prompt("express", name, prompts_dir)
-    system, user = split_prompt(prompt.text)
-    return system, user, prompt
 
 
 def _scene_key(scene: str) -> str:

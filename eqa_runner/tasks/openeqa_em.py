@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from eqa_runner.tasks.base import DataError, Task
+from eqa_runner.errors import DataError
+from eqa_runner.tasks.base import Task
 from eqa_runner.types import Episode
 
 CATEGORIES = (

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from eqa_runner import data as datacmd
-from eqa_runner.datasets.sources import FetchError, LocalFrameSource, extract_episode
+from eqa_runner.data import commands as datacmd
+from eqa_runner.data.sources import FetchError, LocalFrameSource, extract_episode
 from tests.helpers.datasets import make_openeqa_dataset
 
 

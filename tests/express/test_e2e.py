@@ -7,7 +7,7 @@ import json
 import pytest
 
 from eqa_runner.records import read_records
-from eqa_runner.run import run
+from eqa_runner.run.loop import run
 from tests.conftest import server_overrides
 
 # First matching rule wins; the stop check is keyed by its question so every episode has its

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eqa_runner.context import EpisodeContext
 from eqa_runner.llm import LLMClient
+from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.policies.explore import (
     ExplorePolicy,
     RandomProposer,

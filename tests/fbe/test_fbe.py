@@ -128,7 +128,7 @@ def test_fully_seen_room_falls_back():
 
 def _walk(seed: int, steps: int = 8, look=(120, 240)):
     """The loop's protocol without the model: observe, update, propose, snap, hop."""
-    from eqa_runner.sim.procedural import generate_apartment
+    from eqa_runner.demo.apartment import generate_apartment
 
     apt = generate_apartment(3, n_rooms=4)
     sim = MeshSimulator(width=PX, height=PX, hfov_deg=90.0, sensor_height_m=1.5)
@@ -183,9 +183,9 @@ RULES = [
 def test_fbe_end_to_end_on_demo(tmp_path, compose_cfg, llm_server):
     import json
 
-    from eqa_runner.demo_scenes import write_express_demo
+    from eqa_runner.demo.datasets import write_express_demo
     from eqa_runner.records import read_records
-    from eqa_runner.run import run
+    from eqa_runner.run.loop import run
     from tests.conftest import server_overrides
 
     demo = tmp_path / "express"

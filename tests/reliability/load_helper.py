@@ -36,11 +36,11 @@ def main() -> None:
     overrides = sys.argv[3:]
     from hydra import compose, initialize_config_dir
 
-    from eqa_runner.run import run
-    from eqa_runner.schema import register_configs
+    from eqa_runner.run.configstore import register_configs
+    from eqa_runner.run.loop import run
 
     register_configs()
-    conf = Path(__file__).resolve().parents[2] / "conf"
+    conf = Path(__file__).resolve().parents[2] / "eqa_runner" / "conf"
     with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
         cfg = compose("config", overrides=overrides)
     jsonl = Path(cfg.run.output_dir) / "episodes.jsonl"

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from eqa_runner.errors import DataError
 from eqa_runner.records import read_records
-from eqa_runner.run import run
-from eqa_runner.tasks.base import DataError
+from eqa_runner.run.loop import run
 from tests.conftest import server_overrides
 from tests.helpers.datasets import make_openeqa_dataset
 from tests.reliability import tally

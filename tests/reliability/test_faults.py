@@ -8,7 +8,7 @@ import time
 import pytest
 
 from eqa_runner.records import read_records
-from eqa_runner.run import run
+from eqa_runner.run.loop import run
 from tests.conftest import server_overrides
 from tests.helpers.datasets import make_openeqa_dataset
 from tests.reliability import tally

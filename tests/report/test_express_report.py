@@ -21,7 +21,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from eqa_runner.records import read_records
-from eqa_runner.run import run
+from eqa_runner.run.loop import run
 from tests.conftest import ROOT, server_overrides
 
 METRICS = ("C", "C_star", "E_path", "d_T")

@@ -12,8 +12,8 @@ import pytest
 from omegaconf import OmegaConf
 from PIL import Image
 
-from eqa_runner import report
-from eqa_runner.run import run
+from eqa_runner.report import tables as report
+from eqa_runner.run.loop import run
 from tests.conftest import ROOT, server_overrides
 from tests.helpers.datasets import make_openeqa_dataset
 

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # allow running without an editable install
     sys.path.insert(0, str(ROOT))
 
-from eqa_runner.sim.procedural import _MeshBuilder, write_ply  # noqa: E402
+from eqa_runner.demo.apartment import _MeshBuilder, write_ply  # noqa: E402
 
 HABITAT_AVAILABLE = importlib.util.find_spec("habitat_sim") is not None
 

@@ -11,7 +11,7 @@ from hydra.utils import instantiate
 
 from eqa_runner.sim.schema import register_sim_configs
 
-CONF = Path(__file__).resolve().parents[2] / "conf"
+CONF = Path(__file__).resolve().parents[2] / "eqa_runner" / "conf"
 
 
 @pytest.mark.parametrize("name", ["mesh", "habitat"])

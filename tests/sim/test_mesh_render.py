@@ -11,9 +11,9 @@ import pytest
 pytest.importorskip("open3d")
 
 from bench.sim_render import BaselineRenderer  # noqa: E402
+from eqa_runner.demo.apartment import _MeshBuilder  # noqa: E402
 from eqa_runner.sim import geometry as geo  # noqa: E402
 from eqa_runner.sim.mesh import _LIGHT, MeshSimulator, TriangleMeshData  # noqa: E402
-from eqa_runner.sim.procedural import _MeshBuilder  # noqa: E402
 from tests.sim.conftest import build_rooms_mesh  # noqa: E402
 
 RED = np.array([0.8, 0.2, 0.2])
@@ -87,7 +87,7 @@ def test_compiled_shading_is_identical_to_numpy_path(rooms, scene):
     elif scene == "gradient":
         sim = _gradient_quad_sim()
     else:
-        from eqa_runner.sim.procedural import generate_apartment
+        from eqa_runner.demo.apartment import generate_apartment
 
         apt = generate_apartment(3, n_rooms=3)
         sim = MeshSimulator(width=64, height=48)

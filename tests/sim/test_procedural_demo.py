@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from eqa_runner.demo_scenes import (
+from eqa_runner.demo.apartment import generate_apartment
+from eqa_runner.demo.datasets import (
     EXPRESS_TYPES,
     OPENEQA_CATEGORIES,
     write_express_demo,
     write_openeqa_demo,
 )
 from eqa_runner.sim.mesh import MeshSimulator
-from eqa_runner.sim.procedural import generate_apartment
 
 NAME_WORDS = ["sofa", "table", "bed", "chair", "lamp", "plant", "tv", "fridge", "bookshelf"]
 

@@ -10,8 +10,9 @@ import logging
 
 import pytest
 
-from eqa_runner.records import EPISODES_FILE, RunDirError, read_records
-from eqa_runner.run import run
+from eqa_runner.errors import RunDirError
+from eqa_runner.records import EPISODES_FILE, read_records
+from eqa_runner.run.loop import run
 
 
 def test_restarted_job_auto_resumes_and_fresh_job_still_refuses(
@@ -30,7 +31,7 @@ def test_restarted_job_auto_resumes_and_fresh_job_still_refuses(
         run(compose_cfg(over))
 
     monkeypatch.setenv("SLURM_RESTART_COUNT", "1")
-    with caplog.at_level(logging.WARNING, logger="eqa_runner.run"):
+    with caplog.at_level(logging.WARNING, logger="eqa_runner.run.loop"):
         out = run(compose_cfg(over))
     assert "auto-resuming" in caplog.text
     assert out["counts"]["ok"] == 6

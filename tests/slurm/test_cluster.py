@@ -18,7 +18,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-LAUNCHER_CONF = REPO / "conf" / "hydra" / "launcher"
+LAUNCHER_CONF = REPO / "eqa_runner" / "conf" / "hydra" / "launcher"
 
 
 def _cluster_problem() -> str | None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from eqa_runner.tasks.base import DataError
+from eqa_runner.errors import DataError
 from eqa_runner.tasks.openeqa_em import CATEGORIES, OpenEQATask, list_frames, load_questions
 
 

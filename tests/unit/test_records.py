@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from eqa_runner.errors import RunDirError
 from eqa_runner.records import (
     EPISODES_FILE,
     RecordWriter,
-    RunDirError,
     RunLock,
     final_records,
     ok_ids,
@@ -181,7 +181,8 @@ def test_write_json_atomic(tmp_path: Path) -> None:
 HOLD = """
 import sys
 from pathlib import Path
-from eqa_runner.records import RunDirError, RunLock
+from eqa_runner.records import RunLock
+from eqa_runner.errors import RunDirError
 try:
     with RunLock(Path(sys.argv[1])):
         print("ACQUIRED")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eqa_runner.report import Run, compare_table
+from eqa_runner.report.tables import Run, compare_table
 
 
 def _run(name: str, mean: float) -> Run:
@@ -21,7 +21,7 @@ def test_identical_configs_are_told_apart_by_run_dir() -> None:
 
 
 def test_html_compare_of_identical_configs(tmp_path: Path) -> None:
-    from eqa_runner.report_html import render
+    from eqa_runner.report.html import render
 
     runs = [_run(str(tmp_path / "a"), 40.0), _run(str(tmp_path / "b"), 42.5)]
     for r in runs:

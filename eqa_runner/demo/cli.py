@@ -16,7 +16,7 @@ def write_demo(
     out: Path, seed: int = 0, *, openeqa: bool = True, express: bool = True
 ) -> dict[str, Path]:
     """Write both demo datasets under ``out``; returns their data dirs."""
-    from eqa_runner.demo_scenes import write_express_demo, write_openeqa_demo
+    from eqa_runner.demo.datasets import write_express_demo, write_openeqa_demo
 
     out = Path(out)
     dirs: dict[str, Path] = {}

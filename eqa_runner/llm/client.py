@@ -24,7 +24,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eqa_runner.llm_config import LLMConfig
+from eqa_runner.errors import ConfigSecretError
+from eqa_runner.llm.config import LLMConfig
 
 log = logging.getLogger(__name__)
 
@@ -49,10 +50,6 @@ class LLMError(RuntimeError):
 
 class EmptyReplyError(LLMError):
     """The model returned no text even with a larger token budget."""
-
-
-class ConfigSecretError(ValueError):
-    """An API key was given as a config value."""
 
 
 SECRET_CONFIG_KEY = "api_key"  # config keys with this last component must never hold a value
@@ -663,6 +660,15 @@ class LLMClient:
 def _short(exc: BaseException, n: int = 300) -> str:
     s = str(exc).replace("\n", " ")
     return s if len(s) <= n else s[:n] + "…"
+
+
+@dataclass
+class RequestEstimate:
+    """A model request as a dry run sees it: text messages plus image sizes (nothing encoded)."""
+
+    role: str
+    messages: list[Message]
+    image_sizes: list[tuple[int, int]] = field(default_factory=list)
 
 
 def image_tokens(width: int, height: int) -> int:

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from eqa_runner.demo.apartment import Apartment, SceneObject, generate_apartment
 from eqa_runner.sim import geometry as geo
 from eqa_runner.sim.base import SceneSpec, SensorSpec
 from eqa_runner.sim.mesh import MeshSimulator
-from eqa_runner.sim.procedural import Apartment, SceneObject, generate_apartment
 from eqa_runner.tasks.openeqa_em import CATEGORIES
 
 EXPRESS_FILE = "express-bench.json"

@@ -19,30 +19,26 @@ from typing import Any, TypeVar
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from eqa_runner.context import EpisodeContext
+from eqa_runner.errors import ConfigError, DataError, RunDirError
 from eqa_runner.llm import DiskCache, LLMClient, estimate_call, track_usage
 from eqa_runner.policies.base import Policy
+from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.records import (
     EPISODES_FILE,
     SUMMARY_FILE,
     RecordWriter,
-    RunDirError,
     RunLock,
     final_records,
     read_records,
     write_json_atomic,
 )
+from eqa_runner.run.summary import build_summary
 from eqa_runner.scoring.base import Judge
-from eqa_runner.summary import build_summary
-from eqa_runner.tasks.base import DataError, Task
+from eqa_runner.tasks.base import Task
 from eqa_runner.types import Episode
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-
-
-class ConfigError(ValueError):
-    """An impossible combination of config choices; the message is one line with the fix."""
 
 
 def build(node: DictConfig, base: type[T], what: str) -> T:

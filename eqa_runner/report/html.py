@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from eqa_runner.records import EPISODES_FILE, final_records, read_records
-from eqa_runner.report import (
+from eqa_runner.report.tables import (
     Run,
     _common_parent,
     _groups,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eqa_runner.datasets.sources import (
+from eqa_runner.data.sources import (
     DEFAULT_PATTERN,
     FetchError,
     FrameSource,
@@ -417,7 +417,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from eqa_runner.tasks.base import DataError
+    from eqa_runner.errors import DataError
 
     try:
         if args.benchmark == "openeqa":

@@ -7,8 +7,8 @@ import re
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
-from eqa_runner.llm_config import LLMConfig
-from eqa_runner.run_config import RunConfig
+from eqa_runner.llm.config import LLMConfig
+from eqa_runner.run.config import RunConfig
 from eqa_runner.sim.schema import register_sim_configs
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from eqa_runner.errors import ReportError
 from eqa_runner.records import EPISODES_FILE, SUMMARY_FILE, final_records, read_records
 
 # run plumbing: never an ablation axis (paths, concurrency, caches, endpoints)
@@ -53,10 +54,6 @@ IGNORED_KEYS = (
 )
 # config groups whose choice is shown as one column (``policy=single``) instead of its sub-keys
 GROUPS = ("task", "policy", "llm", "judge", "sim", "experiment")
-
-
-class ReportError(ValueError):
-    """Nothing to report, or the inputs cannot be read."""
 
 
 @dataclass
@@ -129,7 +126,7 @@ def load_config(run_dir: Path, summary: dict[str, Any] | None) -> dict[str, Any]
     if cfg_file.is_file():
         from omegaconf import OmegaConf
 
-        from eqa_runner.schema import register_configs
+        from eqa_runner.run.configstore import register_configs
 
         register_configs()
         cfg = OmegaConf.load(cfg_file)
@@ -191,7 +188,7 @@ def _judge(config: dict[str, Any]):
 
 def reaggregate(run: Run, dirs: list[Path]) -> dict[str, Any]:
     """A summary-like dict re-computed from the records of ``dirs`` with the run's judge."""
-    from eqa_runner.summary import usage_totals
+    from eqa_runner.run.summary import usage_totals
 
     recs: list[dict[str, Any]] = []
     for d in dirs:
@@ -597,7 +594,7 @@ def main(argv: list[str] | None = None) -> int:
         csv_df.to_csv(args.csv, index=False)
         print(f"\ncsv: {args.csv}")
     if args.html:
-        from eqa_runner.report_html import write_reports
+        from eqa_runner.report.html import write_reports
 
         for p in write_reports(runs, compare=args.compare, out=args.html_out,
                                baseline=pick_baseline(runs, args.baseline),

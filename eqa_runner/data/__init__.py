@@ -1,0 +1,1 @@
+"""Dataset staging and checks (``python -m eqa_runner.data fetch|check``)."""

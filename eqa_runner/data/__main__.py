@@ -1,0 +1,5 @@
+"""``python -m eqa_runner.data``."""
+
+from eqa_runner.data.commands import main
+
+raise SystemExit(main())

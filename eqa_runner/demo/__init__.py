@@ -1,0 +1,1 @@
+"""Offline demo datasets from procedural apartments (``python -m eqa_runner.demo <dir>``)."""

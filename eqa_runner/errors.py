@@ -1,0 +1,34 @@
+"""The one family of user-facing errors: one line naming the file or key, and the fix.
+
+Every command (``python -m eqa_runner`` and the ``rejudge``/``report``/``data``/``demo``/``doctor``
+commands) prints a :class:`UserError` as ``error: <message>`` on stderr and exits with status 2;
+anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """Bad input or environment the user can fix; the message says how."""
+
+    exit_code = 2
+
+
+class ConfigError(UserError, ValueError):
+    """An impossible or out-of-range config value, or an impossible combination of choices."""
+
+
+class DataError(UserError, ValueError):
+    """A dataset file or directory is missing or malformed."""
+
+
+class RunDirError(UserError, RuntimeError):
+    """The run directory cannot be used as asked (already holds records, locked, unwritable)."""
+
+
+class ConfigSecretError(UserError, ValueError):
+    """An API key was given as a config value."""
+
+
+class ReportError(UserError, ValueError):
+    """Nothing to report, or the inputs cannot be read."""

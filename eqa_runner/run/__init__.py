@@ -1,0 +1,1 @@
+"""The run loop and what it writes (``run(cfg)`` in loop.py)."""
