@@ -17,20 +17,6 @@ log = logging.getLogger(__name__)
 EPISODES_FILE = "episodes.jsonl"
 SUMMARY_FILE = "summary.json"
 LOCK_FILE = ".eqa_runner.lock"
-RECORD_FIELDS = (
-    "episode_id",
-    "status",
-    "question",
-    "answer",
-    "category",
-    "prediction",
-    "judge_raw",
-    "metrics",
-    "trace",
-    "error",
-    "timings",
-    "usage",
-)
 
 
 def to_jsonable(obj: Any) -> Any:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 
 @dataclass(frozen=True)
@@ -35,3 +35,36 @@ class Score:
     ok: bool
     raw: str
     metrics: dict[str, float] = field(default_factory=dict)
+
+
+class ErrorInfo(TypedDict):
+    """Why an episode failed: exception type, message, stage (policy | judge), file:line."""
+
+    type: str
+    message: str
+    stage: str
+    where: str | None
+
+
+class EpisodeRecord(TypedDict):
+    """One line of ``episodes.jsonl`` (docs/records.md). Every field is always present."""
+
+    episode_id: str
+    status: Literal["ok", "error"]
+    question: str
+    answer: str
+    category: str
+    subset: str | None
+    extra_answers: list[str]
+    scene: str
+    prediction: str | None
+    judge_raw: str | None
+    judge_ok: bool
+    metrics: dict[str, float | None]
+    trace: dict[str, Any]
+    error: ErrorInfo | None
+    timings: dict[str, float]
+    usage: dict[str, Any]
+
+
+RECORD_FIELDS: tuple[str, ...] = tuple(EpisodeRecord.__annotations__)
