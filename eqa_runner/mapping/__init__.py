@@ -11,12 +11,6 @@ from eqa_runner.mapping.frontier import (
 from eqa_runner.mapping.tsdf import (
     FuseStats,
     TSDFVolume,
-    cam_to_world_habitat_to_normal_cv,
-    camera_pose_normal,
-    habitat_cam_to_world,
-    intrinsics_from_hfov,
-    position_habitat_to_normal,
-    position_normal_to_habitat,
     tsdf_bounds,
 )
 
@@ -27,11 +21,5 @@ __all__ = [
     "PlannerMaps",
     "TSDFVolume",
     "Waypoint",
-    "cam_to_world_habitat_to_normal_cv",
-    "camera_pose_normal",
-    "habitat_cam_to_world",
-    "intrinsics_from_hfov",
-    "position_habitat_to_normal",
-    "position_normal_to_habitat",
     "tsdf_bounds",
 ]

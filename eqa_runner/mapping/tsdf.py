@@ -16,8 +16,8 @@ Unlike upstream, only the voxels inside the axis-aligned box that bounds the cam
 (:mod:`eqa_runner.mapping.fuse_kernel`) or a vectorised numpy pass with identical results,
 and the 2D explored map is kept up to date incrementally.
 
-Pose helpers convert habitat poses (y up, camera looks along -z) into the normal-frame,
-OpenCV-convention camera-to-world matrix that :meth:`TSDFVolume.integrate` expects.
+Camera poses come in the normal frame with the OpenCV camera convention
+(:func:`eqa_runner.sim.geometry.cam_pose_tsdf`); all frame conversions live in ``sim/geometry.py``.
 """
 
 from __future__ import annotations
@@ -26,67 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# normal = (x_h, -z_h, y_h): rotation taking habitat coordinates to normal coordinates.
-_HABITAT_TO_NORMAL = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])
-# habitat camera (x right, y up, looks -z) -> OpenCV camera (x right, y down, looks +z).
-_HABITAT_CAM_TO_CV = np.diag([1.0, -1.0, -1.0])
-
-
-# --------------------------------------------------------------------------- frames
-
-
-def position_habitat_to_normal(p: np.ndarray) -> np.ndarray:
-    """Habitat world position(s) (..., 3), y up -> normal frame (x, -z, y), z up."""
-    p = np.asarray(p, dtype=float)
-    return p @ _HABITAT_TO_NORMAL.T
-
-
-def position_normal_to_habitat(p: np.ndarray) -> np.ndarray:
-    """Inverse of :func:`position_habitat_to_normal`."""
-    p = np.asarray(p, dtype=float)
-    return p @ _HABITAT_TO_NORMAL
-
-
-def cam_to_world_habitat_to_normal_cv(cam_to_world_habitat: np.ndarray) -> np.ndarray:
-    """Habitat camera-to-world (y up, camera looks -z) -> normal-frame OpenCV camera pose.
-
-    The result maps OpenCV camera coordinates (x right, y down, z forward) to the normal
-    world frame (z up); it is what the upstream code passes to its ``integrate``.
-    """
-    t = np.asarray(cam_to_world_habitat, dtype=float)
-    out = np.eye(4)
-    out[:3, :3] = _HABITAT_TO_NORMAL @ t[:3, :3] @ _HABITAT_CAM_TO_CV
-    out[:3, 3] = _HABITAT_TO_NORMAL @ t[:3, 3]
-    return out
-
-
-def habitat_cam_to_world(position_habitat: np.ndarray, yaw: float, tilt: float = 0.0) -> np.ndarray:
-    """Habitat camera-to-world for a camera at ``position_habitat`` rotated by ``yaw`` about
-    +y then ``tilt`` about +x (habitat's ``quat_from_angle_axis`` composition)."""
-    cy, sy = np.cos(yaw), np.sin(yaw)
-    ct, st = np.cos(tilt), np.sin(tilt)
-    r_yaw = np.array([[cy, 0.0, sy], [0.0, 1.0, 0.0], [-sy, 0.0, cy]])
-    r_tilt = np.array([[1.0, 0.0, 0.0], [0.0, ct, -st], [0.0, st, ct]])
-    out = np.eye(4)
-    out[:3, :3] = r_yaw @ r_tilt
-    out[:3, 3] = np.asarray(position_habitat, dtype=float)
-    return out
-
-
-def camera_pose_normal(position_normal: np.ndarray, yaw: float, tilt: float = 0.0) -> np.ndarray:
-    """Normal-frame OpenCV camera-to-world for a camera at ``position_normal`` with habitat yaw
-    ``yaw`` (0 looks along normal +y; the planner's :class:`Waypoint.angle`) and ``tilt``."""
-    pos_h = position_normal_to_habitat(position_normal)
-    return cam_to_world_habitat_to_normal_cv(habitat_cam_to_world(pos_h, yaw, tilt))
-
-
-def intrinsics_from_hfov(hfov_deg: float, height: int, width: int) -> np.ndarray:
-    """Pinhole intrinsics from a horizontal FOV, principal point at (W//2, H//2) as upstream."""
-    hfov = np.deg2rad(hfov_deg)
-    vfov = 2.0 * np.arctan(np.tan(hfov / 2.0) * height / width)
-    fx = width / 2.0 / np.tan(hfov / 2.0)
-    fy = height / 2.0 / np.tan(vfov / 2.0)
-    return np.array([[fx, 0.0, width // 2], [0.0, fy, height // 2], [0.0, 0.0, 1.0]])
+# --------------------------------------------------------------------------- bounds
 
 
 def tsdf_bounds(

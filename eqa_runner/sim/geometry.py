@@ -201,6 +201,18 @@ def camera_to_world(
     return out
 
 
+def camera_pose_normal(
+    position_normal: np.ndarray | list[float], yaw: float, tilt: float = 0.0
+) -> np.ndarray:
+    """TSDF camera pose (normal frame, OpenCV camera) of a camera at ``position_normal``.
+
+    ``yaw`` is the habitat yaw in radians (0 looks along normal +y; the planner's waypoint
+    angle), ``tilt`` the pitch in radians (negative looks down).
+    """
+    pos_h = normal_to_habitat(position_normal)
+    return cam_pose_tsdf(camera_to_world(pos_h, yaw_to_quat(yaw), 0.0, math.degrees(tilt)))
+
+
 def invert_pose(pose: np.ndarray) -> np.ndarray:
     """Inverse of a rigid 4x4 transform."""
     pose = np.asarray(pose, dtype=np.float64)

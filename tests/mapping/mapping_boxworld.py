@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from eqa_runner.mapping import camera_pose_normal, intrinsics_from_hfov
+from eqa_runner.sim.geometry import camera_pose_normal, intrinsics_from_hfov
 
 WALL = 0.1
 HEIGHT = 2.6
@@ -90,7 +90,7 @@ def add_wall_x(world: BoxWorld, x: float, y0: float, y1: float, door: tuple[floa
 
 CAM_HEIGHT = 1.5
 H = W = 128
-K = intrinsics_from_hfov(90.0, H, W)
+K = intrinsics_from_hfov(90.0, W, H)
 
 
 def observe(world: BoxWorld, pos_xy, yaw: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -13,15 +13,12 @@ from eqa_runner.mapping import (
     FrontierPlanner,
     FrontierPlannerConfig,
     TSDFVolume,
-    cam_to_world_habitat_to_normal_cv,
-    camera_pose_normal,
-    habitat_cam_to_world,
-    position_habitat_to_normal,
-    position_normal_to_habitat,
     tsdf_bounds,
 )
 from eqa_runner.mapping.frontier import dbscan_cells
 from eqa_runner.mapping.topdown import render_topdown, save_topdown
+from eqa_runner.sim import geometry as geo
+from eqa_runner.sim.geometry import camera_pose_normal
 
 MARGIN_H = int(0.6 * H)
 MARGIN_W = int(0.25 * W)
@@ -72,10 +69,10 @@ def brute_force(vol_bounds, depth, pose, margin_h, margin_w, voxel=0.1, trunc=0.
 
 def test_pose_helpers_agree_with_position_conversion():
     p_h = np.array([1.0, 1.5, -2.0])
-    p_n = position_habitat_to_normal(p_h)
+    p_n = geo.habitat_to_normal(p_h)
     assert np.allclose(p_n, [1.0, 2.0, 1.5])
-    assert np.allclose(position_normal_to_habitat(p_n), p_h)
-    pose = cam_to_world_habitat_to_normal_cv(habitat_cam_to_world(p_h, yaw=0.0))
+    assert np.allclose(geo.normal_to_habitat(p_n), p_h)
+    pose = geo.cam_pose_tsdf(geo.camera_to_world(p_h, geo.yaw_to_quat(0.0), 0.0))
     assert np.allclose(pose[:3, 3], p_n)
     assert np.allclose(pose[:3, 2], [0, 1, 0])  # camera +z (forward) = normal +y at yaw 0
     assert np.allclose(pose[:3, 1], [0, 0, -1])  # camera +y (down) = normal -z
