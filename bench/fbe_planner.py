@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from eqa_runner.mapping import FrontierPlanner, FuseStats, TSDFVolume  # noqa: E402
-from eqa_runner.mapping.fuse_kernel import warm_up  # noqa: E402
+from eqa_runner.mapping.tsdf import warm_up  # noqa: E402
 from eqa_runner.policies.explore import AgentState, RandomProposer  # noqa: E402
 from eqa_runner.policies.frontier import FrontierProposer, bounds_normal  # noqa: E402
 from eqa_runner.sim import geometry as geo  # noqa: E402

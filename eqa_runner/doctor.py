@@ -93,7 +93,8 @@ def check_mesh_sim() -> tuple[bool, str]:
 def check_jit() -> tuple[bool, str]:
     """Load (or compile) the numba kernels (fbe fusion, mesh shading) and report their cache."""
     try:
-        from eqa_runner.mapping.fuse_kernel import fuse_box, warm_up
+        from eqa_runner.mapping.fuse_kernel import fuse_box
+        from eqa_runner.mapping.tsdf import warm_up
 
         ms = warm_up()
         stats = fuse_box.stats

@@ -106,15 +106,3 @@ def max_valid_depth(depth: np.ndarray) -> float:
             if d > best and d < inf:
                 best = d
     return best
-
-
-def warm_up() -> float:
-    """Load the kernels (compiling them on first use) with a tiny fusion; returns wall ms."""
-    import time
-
-    from eqa_runner.mapping.tsdf import TSDFVolume
-
-    t0 = time.perf_counter()
-    vol = TSDFVolume(np.array([[0.0, 1.0], [0.0, 1.0], [0.0, 1.0]]))
-    vol.integrate(np.ones((8, 8), np.float32), np.eye(3), np.eye(4))
-    return (time.perf_counter() - t0) * 1e3
