@@ -294,3 +294,38 @@ def test_concurrency_32_clients() -> None:
     assert stats["requests"] == n_threads * n_req and stats["by_status"] == {"200": 640}
     assert stats["max_in_flight"] >= 16
     assert wall < 10 * n_req * latency
+
+
+# ----------------------------------------------------------------------------- logprobs
+
+
+def test_logprobs_first_token_distribution_over_http():
+    """A rule's token_probs come back as the first token's top_logprobs; the rest have p=1."""
+    import math
+
+    rules = [{"pattern": "pick", "reply": "B. The sofa",
+              "token_probs": {"A": 0.1, "B": 0.6, "C": 0.2, "D": 0.1}}]  # fmt: skip
+    with LLMTestServer(rules=rules) as srv:
+        status, _, raw = request(
+            srv, "/v1/chat/completions", chat_body("pick one", logprobs=True, top_logprobs=3)
+        )
+        assert status == 200
+        lp = json.loads(raw)["choices"][0]["logprobs"]["content"]
+        assert lp[0]["token"] == "B" and math.isclose(math.exp(lp[0]["logprob"]), 0.6)
+        top = [(t["token"], round(math.exp(t["logprob"]), 6)) for t in lp[0]["top_logprobs"]]
+        assert top == [("B", 0.6), ("C", 0.2), ("A", 0.1)]  # top 3, most likely first
+        assert "".join(t["token"] for t in lp) == "B. The sofa"
+        assert all(t["logprob"] == 0.0 for t in lp[1:])
+        # not asked for -> none; provider without logprobs -> null even when asked
+        _, _, raw = request(srv, "/v1/chat/completions", chat_body("pick one"))
+        assert json.loads(raw)["choices"][0]["logprobs"] is None
+        srv.configure(logprobs=False)
+        _, _, raw = request(srv, "/v1/chat/completions", chat_body("pick", logprobs=True))
+        assert json.loads(raw)["choices"][0]["logprobs"] is None
+
+
+def test_logprobs_rule_validation():
+    with pytest.raises(ValueError, match="token_probs"):
+        LLMTestServer(rules=[{"pattern": "x", "token_probs": {"A": 0.9, "B": 0.5}}])
+    with pytest.raises(ValueError, match="token_probs"):
+        LLMTestServer(rules=[{"pattern": "x", "token_probs": {}}])

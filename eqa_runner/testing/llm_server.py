@@ -9,8 +9,15 @@ CLI (foreground, stops on SIGTERM/SIGINT)::
 
     python -m eqa_runner.testing.llm_server --port 0 --config rules.json --port-file port.txt
 
-Rule: ``{"pattern", "reply": str | [str], "model", "after", "key", "fault": str | [str|None]}``;
-all settings are listed on :class:`LLMTestServer`.
+Rule: ``{"pattern", "reply": str | [str], "model", "after", "key", "fault": str | [str|None],
+"token_probs": {token: probability} | [{…}]}``; all settings are listed on :class:`LLMTestServer`.
+
+Token log-probabilities (``logprobs: true``, ``top_logprobs: k`` in the request, as OpenAI and
+vLLM accept them): each reply token comes back with its log-probability and the top ``k``
+alternatives. A rule's ``token_probs`` sets the distribution of the FIRST token (the reply's first
+token should be one of its keys); every other token has probability 1. With the setting
+``logprobs: false`` the server ignores the request's ``logprobs`` (``"logprobs": null``), like a
+provider that does not return them.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import contextlib
 import copy
 import hashlib
 import json
+import math
 import os
 import random
 import re
@@ -53,8 +61,9 @@ DEFAULTS: dict[str, Any] = {
     "retry_after_s": 1.0,
     "log_size": 200,
     "models": ["test-model"],
+    "logprobs": True,
 }
-_RULE_KEYS = {"pattern", "reply", "model", "after", "key", "fault"}
+_RULE_KEYS = {"pattern", "reply", "model", "after", "key", "fault", "token_probs"}
 _ERRORS = {429: "rate_limit_error", 500: "server_error", 503: "service_unavailable"}
 TOKENS_PER_IMAGE = 85
 
@@ -67,6 +76,16 @@ class _Rule:
     after: int
     key: re.Pattern[str] | None
     faults: list[str | None]
+    token_probs: list[dict[str, float]]
+
+
+def _check_probs(raw: Any) -> dict[str, float]:
+    if not isinstance(raw, dict) or not raw:
+        raise ValueError(f"token_probs must be a non-empty {{token: probability}} map, got {raw!r}")
+    probs = {str(k): float(v) for k, v in raw.items()}
+    if any(not 0.0 < v <= 1.0 for v in probs.values()) or sum(probs.values()) > 1.0 + 1e-9:
+        raise ValueError(f"token_probs {probs}: each in (0, 1], summing to at most 1")
+    return probs
 
 
 def _check_fault(kind: Any) -> str:
@@ -90,6 +109,7 @@ def _compile_rule(raw: dict[str, Any]) -> _Rule:
         after=int(raw.get("after") or 0),
         key=re.compile(raw["key"], flags) if raw.get("key") else None,
         faults=[None if f is None else _check_fault(f) for f in _as_list(raw.get("fault"))],
+        token_probs=[_check_probs(d) for d in _as_list(raw.get("token_probs"))],
     )
 
 
@@ -130,6 +150,24 @@ def _tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
+_TOKEN_RE = re.compile(r"\s*\w+|\s*[^\w\s]|\s+")
+
+
+def _logprobs(reply: str, first: dict[str, float] | None, top_k: int) -> dict[str, Any]:
+    """OpenAI-style ``choices[0].logprobs`` for ``reply`` (first token drawn from ``first``)."""
+    content = []
+    for i, tok in enumerate(_TOKEN_RE.findall(reply) or [""]):
+        dist = dict(first) if i == 0 and first else {tok: 1.0}
+        dist.setdefault(tok, max(1e-6, 1.0 - sum(dist.values())))
+        ranked = sorted(dist.items(), key=lambda kv: -kv[1])[: max(0, top_k)]
+        content.append(
+            {"token": tok, "logprob": math.log(dist[tok]), "bytes": list(tok.encode()),
+             "top_logprobs": [{"token": k, "logprob": math.log(v), "bytes": list(k.encode())}
+                              for k, v in ranked]}
+        )  # fmt: skip
+    return {"content": content}
+
+
 @dataclass
 class _Plan:
     index: int
@@ -140,6 +178,7 @@ class _Plan:
     usage: dict[str, int]
     stream: bool
     include_usage: bool
+    logprobs: dict[str, Any] | None = None
 
 
 class _State:
@@ -213,6 +252,7 @@ class _State:
             draw, pick = self.rng.random(), self.rng.random()
             jitter = self.jitter_rng.uniform(0.0, cfg["jitter_s"]) if cfg["jitter_s"] > 0 else 0.0
             reply, n, rule_id, rule_fault = str(cfg["default_reply"]), index, "default", None
+            first_probs: dict[str, float] | None = None
             for i, rule in enumerate(self.rules):
                 if rule.model and not rule.model.search(model) or not rule.pattern.search(text):
                     continue
@@ -227,6 +267,8 @@ class _State:
                     reply = rule.replies[min(n, len(rule.replies) - 1)]
                 if rule.faults:
                     rule_fault = rule.faults[min(n, len(rule.faults) - 1)]
+                if rule.token_probs:
+                    first_probs = rule.token_probs[min(n, len(rule.token_probs) - 1)]
                 break
             reply = reply.replace("{n}", str(n))
             fault = None
@@ -269,7 +311,10 @@ class _State:
             with_usage = bool(isinstance(opts, dict) and opts.get("include_usage"))
             delay = float(cfg["latency_s"]) + jitter
             stream = bool(body.get("stream"))
-            return _Plan(index, model, reply, fault, delay, usage, stream, with_usage)
+            lp = None
+            if body.get("logprobs") and cfg["logprobs"]:
+                lp = _logprobs(reply, first_probs, int(body.get("top_logprobs") or 0))
+            return _Plan(index, model, reply, fault, delay, usage, stream, with_usage, lp)
 
     def done(self) -> None:
         with self.lock:
@@ -284,7 +329,7 @@ def _completion(plan: _Plan, finish: str) -> dict[str, Any]:
         "model": plan.model,
         "choices": [
             {"index": 0, "message": {"role": "assistant", "content": plan.reply},
-             "finish_reason": finish, "logprobs": None}
+             "finish_reason": finish, "logprobs": plan.logprobs}
         ],
         "usage": plan.usage,
     }  # fmt: skip
@@ -437,7 +482,8 @@ class LLMTestServer:
     ``rules`` (list of rule dicts), ``default_reply`` ("ok"), ``latency_s``, ``jitter_s``,
     ``fault_rate`` (0..1), ``faults`` (dict kind->weight or list of kinds), ``seed``,
     ``fail_first_n`` + ``fail_kind``, ``timeout_sleep_s`` (30), ``retry_after_s`` (1),
-    ``log_size`` (200), ``models`` (ids listed by ``GET /v1/models``).
+    ``log_size`` (200), ``models`` (ids listed by ``GET /v1/models``), ``logprobs`` (True:
+    answer ``logprobs``/``top_logprobs`` requests; False: return ``"logprobs": null``).
     """
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0, **settings: Any) -> None:
