@@ -34,8 +34,44 @@ def resized_size(width: int, height: int, longer_side: int | None) -> tuple[int,
     return max(1, round(width * f)), max(1, round(height * f))
 
 
+def to_rgb(im: Image.Image) -> Image.Image:
+    """8-bit RGB of any decoded frame, faithful to its bit depth.
+
+    PIL's own ``convert("RGB")`` clips 16-bit greyscale (modes ``I;16*``, and ``I`` from a 16-bit
+    PNG) at 255, which turns a frame white; here those are scaled down by 257 (65535 -> 255).
+    Floating-point images have no defined display range and are refused.
+    """
+    mode = im.mode
+    if mode.startswith("I;16") or (mode == "I" and im.format == "PNG"):
+        arr = np.asarray(im, dtype=np.uint32)
+        return Image.fromarray(((arr + 128) // 257).astype(np.uint8), "L").convert("RGB")
+    if mode in ("I", "F") or mode.startswith(("I;", "F;")):
+        kind = "float" if "F" in mode else "32-bit integer"
+        raise FrameError(
+            f"{getattr(im, 'filename', 'frame')}: {mode} ({kind}) pixels have no display "
+            "range; convert the frames to 8- or 16-bit RGB or greyscale."
+        )
+    return im if mode == "RGB" else im.convert("RGB")
+
+
 def load_frame(path: Path, longer_side: int | None = 512, fmt: str = "png") -> bytes:
     """Decode ``path``, resize so its longer side is ``longer_side``, encode as PNG or JPEG."""
+    im = decode_frame(path, longer_side)
+    if fmt == "png":
+        return encode_png(np.asarray(im))
+    if fmt == "jpeg":
+        buf = io.BytesIO()
+        im.save(buf, format="JPEG", quality=90)
+        return buf.getvalue()
+    raise FrameError(f"policy.image_format={fmt!r}: expected png or jpeg.")
+
+
+def decode_frame(path: Path, longer_side: int | None = None) -> Image.Image:
+    """The whole frame decoded to 8-bit RGB (resized so its longer side is ``longer_side``).
+
+    Raises :class:`FrameError` naming the file for empty, truncated, undecodable, oversized or
+    float frames; ``data check`` calls this too, so it passes exactly what a run can decode.
+    """
     path = Path(path)
     try:
         if path.stat().st_size == 0:
@@ -50,28 +86,20 @@ def load_frame(path: Path, longer_side: int | None = 512, fmt: str = "png") -> b
             target = resized_size(w, h, longer_side)
             if im.format == "JPEG" and target != (w, h):
                 im.draft("RGB", target)  # let libjpeg decode at reduced scale
-            if im.mode != "RGB":
-                im = im.convert("RGB")
-            else:
-                im.load()
-            if im.size != target:
-                factor = min(im.size[0] // target[0], im.size[1] // target[1])
-                if factor >= 2:
-                    im = im.reduce(factor)
-                im = im.resize(target, Image.Resampling.BILINEAR)
+            im.load()
+            rgb = to_rgb(im)
+        if rgb.size != target:
+            factor = min(rgb.size[0] // target[0], rgb.size[1] // target[1])
+            if factor >= 2:
+                rgb = rgb.reduce(factor)
+            rgb = rgb.resize(target, Image.Resampling.BILINEAR)
+        return rgb
     except FrameError:
         raise
     except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as e:
         raise FrameError(
             f"{path}: cannot decode image ({type(e).__name__}: {e}); re-stage this episode."
         ) from None
-    if fmt == "png":
-        return encode_png(np.asarray(im))
-    if fmt == "jpeg":
-        buf = io.BytesIO()
-        im.save(buf, format="JPEG", quality=90)
-        return buf.getvalue()
-    raise FrameError(f"policy.image_format={fmt!r}: expected png or jpeg.")
 
 
 def _png_chunk(kind: bytes, data: bytes) -> bytes:

@@ -46,8 +46,6 @@ GLB_SUFFIXES = (".basis.glb", ".glb")
 NAVMESH_SUFFIXES = (".basis.navmesh", ".navmesh")
 DEMO_MESH_SUFFIXES = (".ply",)
 
-PNG_SIG = b"\x89PNG\r\n\x1a\n"
-JPEG_SIG = b"\xff\xd8\xff"
 
 
 # ----------------------------------------------------------------------------- check
@@ -89,42 +87,29 @@ class CheckReport:
         return "\n".join(lines)
 
 
-def image_header(path: Path) -> tuple[int, int] | str:
-    """(width, height) from the file header, or a reason string when the file is broken.
+def frame_status(path: Path) -> tuple[int, int] | str:
+    """(width, height) when the whole frame decodes as a run would decode it, else the reason."""
+    from eqa_runner.images import FrameError, decode_frame
 
-    Zero-byte files, unknown signatures and undecodable headers are broken. PNG sizes are read
-    from the IHDR chunk directly; other formats through PIL's lazy ``Image.open`` (header only).
-    """
     try:
-        with Path(path).open("rb") as fh:
-            head = fh.read(32)
-    except OSError as e:
-        return f"unreadable ({e.strerror})"
-    if not head:
-        return "empty file"
-    if head.startswith(PNG_SIG):
-        if len(head) < 24 or head[12:16] != b"IHDR":
-            return "truncated PNG header"
-        w, h = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
-        return (w, h) if w > 0 and h > 0 else "PNG header with zero size"
-    try:
-        from PIL import Image
-
-        with Image.open(path) as im:
-            return im.size
-    except Exception as e:
-        return f"undecodable ({type(e).__name__})"
+        return decode_frame(path).size
+    except FrameError as e:
+        why = str(e).split(": ", 1)[-1]
+        return why.replace("cannot decode image", "undecodable", 1)
 
 
 def check_episode_frames(episode_dir: Path) -> tuple[list[Path], list[str], Counter]:
-    """(frames, broken reasons, size counter) of one OpenEQA episode folder."""
+    """(frames, broken reasons, size counter) of one OpenEQA episode folder (every frame decoded)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from eqa_runner.tasks.openeqa_em import list_frames
 
     frames = list_frames(Path(episode_dir))
     broken: list[str] = []
     sizes: Counter = Counter()
-    for f in frames:
-        res = image_header(f)
+    with ThreadPoolExecutor(max_workers=4) as pool:  # PIL decodes with the GIL released
+        results = list(pool.map(frame_status, frames))
+    for f, res in zip(frames, results):
         if isinstance(res, str):
             broken.append(f"{f}: {res}")
         else:

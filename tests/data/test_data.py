@@ -206,3 +206,14 @@ def test_fetch_express_prints_scene_instructions(upstream, tmp_path, capsys):
     (scene / "TEEsavR23oF.basis.navmesh").write_bytes(b"nav")
     assert datacmd.main(["check", "express", "--data-dir", str(dest)]) == 0
     assert "val: 1/1 scenes present, 1 questions" in capsys.readouterr().out
+
+
+def test_check_decodes_every_frame_like_a_run(upstream, tmp_path):
+    """A PNG cut after its header passes a header check but not a decode; data check decodes."""
+    dest = tmp_path / "staged"
+    assert _fetch(upstream, dest, "--subset", "hm3d") == 0
+    ep = dest / "episodes" / "hm3d-v0" / "002-hm3d-Ep2"
+    frame = ep / "00001-rgb.png"
+    frame.write_bytes(frame.read_bytes()[:60])  # signature + IHDR intact, pixel data cut
+    rep = datacmd.check_openeqa(dest, subset="hm3d")
+    assert [b for b in rep.broken if "00001-rgb.png: undecodable" in b], rep.broken

@@ -137,3 +137,51 @@ def test_encode_png_is_lossless(shape):
     a = np.random.default_rng(shape[0]).integers(0, 256, (*shape, 3), dtype=np.uint8)
     back = np.asarray(Image.open(io.BytesIO(encode_png(a))).convert("RGB"))
     assert np.array_equal(back, a)
+
+
+# ----------------------------------------------------------------------------- bit depths
+
+
+def _png16(path: Path, arr: np.ndarray) -> Path:
+    """A 16-bit PNG written by hand (greyscale: colour type 0; RGB: 2)."""
+    import struct
+    import zlib
+
+    h, w = arr.shape[:2]
+    ctype = 0 if arr.ndim == 2 else 2
+    rows = b"".join(b"\x00" + arr[y].astype(">u2").tobytes() for y in range(h))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    ihdr = struct.pack(">IIBBBBB", w, h, 16, ctype, 0, 0, 0)
+    path.write_bytes(
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )  # fmt: skip
+    return path
+
+
+def test_16bit_greyscale_keeps_its_gradient(tmp_path: Path) -> None:
+    """PIL's own convert clips 16-bit grey at 255 (an all-white frame); ours scales by 257."""
+    ramp = np.linspace(0, 65535, 64).astype(np.uint16)[None, :].repeat(8, 0)
+    out = np.asarray(decode(load_frame(_png16(tmp_path / "g16.png", ramp), None)))
+    assert out.shape == (8, 64, 3)
+    assert out[0, 0, 0] == 0 and out[0, -1, 0] == 255
+    assert np.all(np.diff(out[0, :, 0].astype(int)) >= 0)  # monotone, not saturated
+    assert abs(int(out[0, 32, 0]) - round(ramp[0, 32] / 257)) <= 1
+
+
+def test_16bit_rgb_decoded_faithfully(tmp_path: Path) -> None:
+    g = np.linspace(0, 65535, 16).astype(np.uint16)[None, :].repeat(4, 0)
+    rgb = np.stack([g, g // 2, 65535 - g], -1)
+    out = np.asarray(decode(load_frame(_png16(tmp_path / "c16.png", rgb), None)))
+    assert np.abs(out.astype(int) - (rgb // 257).astype(int)).max() <= 1
+
+
+def test_float_frame_refused(tmp_path: Path) -> None:
+    path = tmp_path / "f.tif"
+    Image.fromarray(np.linspace(0, 1, 64, dtype=np.float32).reshape(8, 8), "F").save(path)
+    with pytest.raises(FrameError, match="f.tif.*no display range"):
+        load_frame(path)
