@@ -1,0 +1,143 @@
+"""Multiple-choice answers from a model: the letter distribution from token log-probabilities
+where the endpoint returns them, else the letter parsed from the reply text.
+
+Log-probabilities: the first generated position whose top alternatives contain an option letter
+is the answer position; the distribution over the options is the softmax of those letters'
+log-probabilities (letters outside the returned top-k get probability 0 and are listed in
+``missing``). This mirrors scoring the option letters by their token likelihood.
+
+Parsing: a reply names a letter when it starts with one standing alone ("B", "(B)", "B.", "B)
+sofa", "**B**"), says so ("Answer: B", "the answer is (C)", "I choose D", "Option A"), or quotes
+exactly one option's text. A reply naming two different letters ("A or B"), none, or a letter
+outside the options is unparsable (None): counted, never scored as a choice.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+LETTERS = "ABCDEFGH"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The model's pick among ``n`` options: a letter (or None), its source and distribution."""
+
+    letter: str | None
+    source: str  # "logprobs" | "parsed" | "unparsable"
+    probs: dict[str, float] = field(default_factory=dict)  # letter -> probability (logprobs)
+    missing: tuple[str, ...] = ()  # option letters absent from the returned top-k
+
+    @property
+    def confidence(self) -> float | None:
+        return self.probs.get(self.letter) if self.letter and self.probs else None
+
+
+def option_letters(n: int) -> str:
+    if not 1 <= n <= len(LETTERS):
+        raise ValueError(f"{n} options: expected 1..{len(LETTERS)}")
+    return LETTERS[:n]
+
+
+def softmax_letters(logprobs: Mapping[str, float], letters: str) -> dict[str, float]:
+    """Softmax over the given letters' log-probabilities (absent letters get 0)."""
+    have = {k: v for k, v in logprobs.items() if k in letters and math.isfinite(v)}
+    if not have:
+        return {}
+    top = max(have.values())
+    exp = {k: math.exp(v - top) for k, v in have.items()}
+    total = sum(exp.values())
+    return {k: exp.get(k, 0.0) / total for k in letters}
+
+
+def _token_letter(token: str, letters: str) -> str | None:
+    t = token.strip().strip("()[]*.:").upper()
+    return t if len(t) == 1 and t in letters else None
+
+
+def choice_from_logprobs(
+    positions: Sequence[Sequence[tuple[str, float]]], n_options: int
+) -> Choice | None:
+    """The choice at the first position whose top alternatives include an option letter.
+
+    ``positions``: per generated token, its (token, logprob) alternatives (the sampled token
+    included). Returns None when no position mentions a letter (fall back to parsing).
+    """
+    letters = option_letters(n_options)
+    for alts in positions:
+        best: dict[str, float] = {}
+        for tok, lp in alts:
+            letter = _token_letter(tok, letters)
+            if letter is not None and lp > best.get(letter, -math.inf):
+                best[letter] = float(lp)
+        if best:
+            probs = softmax_letters(best, letters)
+            pick = max(probs, key=lambda k: (probs[k], -letters.index(k)))
+            missing = tuple(k for k in letters if k not in best)
+            return Choice(pick, "logprobs", probs, missing)
+    return None
+
+
+_ALTERNATIVES = re.compile(r"(?<![\w'])\(?([A-H])\)?\s*(?:or|and|/|,)\s*\(?([A-H])\)?(?![\w'])")
+_LEADING = re.compile(r"^\(?([A-Ha-h])(?:\)|[.:,\]]|$|\s)")
+_STATED = re.compile(
+    r"(?i:\b(?:answer|option|choice|choose|chose|pick|picked|select|go with)\b"
+    r"(?:\s+(?:is|would be|will be|should be))?)\s*[:\-]?\s*[\"'(\[]?"
+    r"(?:([A-H])(?=[)\]\"'.,:;!]|\s|$)|([a-h])(?=[)\]\"'.,:;!]|$))"  # "a red one" is prose
+)
+_BRACKETED = re.compile(r"[(\[]([A-H])[)\]]")
+_STANDALONE = re.compile(r"(?<![\w'])([B-H])(?![\w'])|(?<![\w'])(A)(?=[.)]|$)")
+
+
+def _normalise(text: str) -> str:
+    return re.sub(r"[*_`#>]+", "", text or "").strip()
+
+
+def parse_choice(
+    reply: str, options: Sequence[str] | None = None, n_options: int = 4
+) -> str | None:
+    """The option letter a reply names, or None when it names none, several, or alternatives."""
+    letters = option_letters(len(options) if options else n_options)
+    text = _normalise(reply)
+    if not text:
+        return None
+    if any(a != b for a, b in _ALTERNATIVES.findall(text)):
+        return None  # "B or C", "A/B": hedged between options
+    found: set[str] = set()
+    lead = _LEADING.match(text)
+    if lead:
+        ch = lead.group(1)
+        rest = text[lead.end(1) :]
+        prose = ch in "aA" and re.match(r"\s+[a-z]", rest)  # "A sofa is ..." is an article
+        if not prose:
+            found.add(ch.upper())
+    found |= {(up or low).upper() for up, low in _STATED.findall(text)}
+    found |= set(_BRACKETED.findall(text))
+    found |= {a or b for a, b in _STANDALONE.findall(text)}  # "B, no wait, D" names two
+    found &= set(letters)
+    if not found and options:
+        flat = re.sub(r"[^a-z0-9 ]+", " ", text.lower())
+        found = {
+            letters[i]
+            for i, o in enumerate(options)
+            if (opt := " ".join(re.sub(r"[^a-z0-9 ]+", " ", o.lower()).split()))
+            and re.search(rf"\b{re.escape(opt)}\b", " ".join(flat.split()))
+        }
+    return found.pop() if len(found) == 1 else None
+
+
+def pick(
+    reply: str,
+    positions: Sequence[Sequence[tuple[str, float]]] | None,
+    options: Sequence[str],
+) -> Choice:
+    """The choice of one reply: log-probabilities when returned, else the parsed letter."""
+    if positions:
+        c = choice_from_logprobs(positions, len(options))
+        if c is not None:
+            return c
+    letter = parse_choice(reply, options)
+    return Choice(letter, "parsed" if letter else "unparsable")
