@@ -329,3 +329,34 @@ def test_logprobs_rule_validation():
         LLMTestServer(rules=[{"pattern": "x", "token_probs": {"A": 0.9, "B": 0.5}}])
     with pytest.raises(ValueError, match="token_probs"):
         LLMTestServer(rules=[{"pattern": "x", "token_probs": {}}])
+
+
+# ----------------------------------------------------------------------------- rate limit
+
+
+def test_rate_limit_token_bucket_over_http():
+    """Beyond rate_limit_rps the server answers 429 with Retry-After / retry-after-ms."""
+    rps = 20.0
+    with LLMTestServer(rate_limit_rps=rps, rate_limit_burst=2) as srv:
+        t0 = time.monotonic()
+        ok, limited, waits = 0, 0, []
+        while time.monotonic() - t0 < 1.0:
+            status, headers, _ = request(srv, "/v1/chat/completions", chat_body("hi"))
+            if status == 200:
+                ok += 1
+            else:
+                assert status == 429
+                limited += 1
+                waits.append(int(headers["retry-after-ms"]))
+                assert int(headers["retry-after"]) >= 1
+        elapsed = time.monotonic() - t0
+        assert limited > ok  # a tight loop far exceeds 20 req/s
+        assert ok <= 2 + rps * elapsed + 1  # burst + rate, never more
+        assert ok >= 0.6 * rps * elapsed
+        assert all(0 < w <= 1000 / rps + 1 for w in waits)
+        assert srv.stats()["by_fault"]["rate_limit"] == limited
+        # waiting as told lets the next request through
+        status, headers, _ = request(srv, "/v1/chat/completions", chat_body("hi"))
+        if status == 429:
+            time.sleep(int(headers["retry-after-ms"]) / 1000)
+            assert request(srv, "/v1/chat/completions", chat_body("hi"))[0] == 200

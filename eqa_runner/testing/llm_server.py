@@ -62,6 +62,8 @@ DEFAULTS: dict[str, Any] = {
     "log_size": 200,
     "models": ["test-model"],
     "logprobs": True,
+    "rate_limit_rps": 0.0,
+    "rate_limit_burst": 1.0,
 }
 _RULE_KEYS = {"pattern", "reply", "model", "after", "key", "fault", "token_probs"}
 _ERRORS = {429: "rate_limit_error", 500: "server_error", 503: "service_unavailable"}
@@ -179,6 +181,7 @@ class _Plan:
     stream: bool
     include_usage: bool
     logprobs: dict[str, Any] | None = None
+    retry_after: float | None = None
 
 
 class _State:
@@ -214,6 +217,19 @@ class _State:
             if self.log.maxlen != int(new["log_size"]):
                 self.log = collections.deque(self.log, maxlen=int(new["log_size"]))
 
+    def _take_token(self, now: float) -> float | None:
+        """Token bucket of ``rate_limit_rps``: None if a request may pass, else seconds to wait."""
+        rps = float(self.cfg["rate_limit_rps"])
+        if rps <= 0:
+            return None
+        burst = max(1.0, float(self.cfg["rate_limit_burst"]))
+        self.bucket = min(burst, self.bucket + (now - self.bucket_t) * rps)
+        self.bucket_t = now
+        if self.bucket >= 1.0:
+            self.bucket -= 1.0
+            return None
+        return (1.0 - self.bucket) / rps
+
     def _reseed(self) -> None:
         self.rng = random.Random(self.cfg["seed"])
         self.jitter_rng = random.Random(f"jitter-{self.cfg['seed']}")
@@ -228,6 +244,11 @@ class _State:
                 k: collections.Counter() for k in ("by_status", "by_fault", "by_model", "by_rule")
             }
             self.totals = {"images": 0, "prompt_tokens": 0, "completion_tokens": 0}
+            self.bucket, self.bucket_t = (
+                max(1.0, float(self.cfg["rate_limit_burst"])),
+                time.monotonic(),
+            )
+            self.rate_limited_wait: float | None = None
             self.log.clear()
             self._reseed()
 
@@ -272,7 +293,10 @@ class _State:
                 break
             reply = reply.replace("{n}", str(n))
             fault = None
-            if index < int(cfg["fail_first_n"]):
+            wait = self._take_token(time.monotonic())
+            if wait is not None:
+                fault, self.rate_limited_wait = "rate_limit", wait
+            elif index < int(cfg["fail_first_n"]):
                 fault = cfg["fail_kind"]
             elif rule_fault:
                 fault = rule_fault
@@ -285,7 +309,8 @@ class _State:
                         break
             if fault in ("empty", "length"):
                 reply = ""
-            status = {"429": "429", "429_no_retry_after": "429", "500": "500", "503": "503"}
+            status = {"429": "429", "429_no_retry_after": "429", "rate_limit": "429", "500": "500",
+                      "503": "503"}  # fmt: skip
             status_key = None if fault == "reset" else status.get(fault or "", "200")
             usage = {"prompt_tokens": _tokens(text) + TOKENS_PER_IMAGE * n_images}
             usage["completion_tokens"] = _tokens(reply)
@@ -314,7 +339,11 @@ class _State:
             lp = None
             if body.get("logprobs") and cfg["logprobs"]:
                 lp = _logprobs(reply, first_probs, int(body.get("top_logprobs") or 0))
-            return _Plan(index, model, reply, fault, delay, usage, stream, with_usage, lp)
+            retry = self.rate_limited_wait if fault == "rate_limit" else None
+            plan = _Plan(index, model, reply, fault, delay, usage, stream, with_usage, lp, retry)
+            if fault == "rate_limit":
+                plan.delay = 0.0  # refused at once, as a provider's rate limiter does
+            return plan
 
     def done(self) -> None:
         with self.lock:
@@ -432,12 +461,15 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._abort()
             if fault == "timeout":
                 stop.wait(float(self.state.cfg["timeout_sleep_s"]))
-            if fault in ("429", "429_no_retry_after"):
+            if fault in ("429", "429_no_retry_after", "rate_limit"):
                 headers = {}
-                if fault == "429":
+                if fault in ("429", "rate_limit"):
                     secs = float(self.state.cfg["retry_after_s"])
-                    headers = {"Retry-After": str(max(0, round(secs))),
-                               "retry-after-ms": str(int(secs * 1000))}  # fmt: skip
+                    if fault == "rate_limit":  # when the bucket holds a token again
+                        secs = plan.retry_after if plan.retry_after is not None else secs
+                    whole = math.ceil(secs) if fault == "rate_limit" else max(0, round(secs))
+                    headers = {"Retry-After": str(whole),
+                               "retry-after-ms": str(math.ceil(secs * 1000))}  # fmt: skip
                 return self._error(429, "Rate limit reached (injected)", headers)
             if fault in ("500", "503"):
                 return self._error(int(fault), f"injected {fault} error")
@@ -482,6 +514,9 @@ class LLMTestServer:
     ``rules`` (list of rule dicts), ``default_reply`` ("ok"), ``latency_s``, ``jitter_s``,
     ``fault_rate`` (0..1), ``faults`` (dict kind->weight or list of kinds), ``seed``,
     ``fail_first_n`` + ``fail_kind``, ``timeout_sleep_s`` (30), ``retry_after_s`` (1),
+    ``rate_limit_rps`` (0 = none: a token bucket of this many requests per second, holding
+    ``rate_limit_burst`` tokens; a request beyond it gets 429 with ``Retry-After`` and
+    ``retry-after-ms`` saying when a token is free again, counted as fault ``rate_limit``),
     ``log_size`` (200), ``models`` (ids listed by ``GET /v1/models``), ``logprobs`` (True:
     answer ``logprobs``/``top_logprobs`` requests; False: return ``"logprobs": null``).
     """
