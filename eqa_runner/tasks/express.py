@@ -26,6 +26,7 @@ from typing import Any
 from eqa_runner.errors import DataError
 from eqa_runner.sim.base import parse_scene_id
 from eqa_runner.tasks.base import Task
+from eqa_runner.tasks.scenes import scene_key, scene_problems, simulator_stub
 from eqa_runner.types import Episode
 
 QUESTIONS_FILE = "express-bench.json"
@@ -224,39 +225,23 @@ class ExpressTask(Task):
         if self.split != "all":
             eps = [e for e in eps if e.meta["split"] == self.split]
         if self.scenes:
-            wanted = {_scene_key(s) for s in self.scenes}
-            eps = [e for e in eps if _scene_key(e.scene) in wanted]
+            wanted = {scene_key(s) for s in self.scenes}
+            eps = [e for e in eps if scene_key(e.scene) in wanted]
         if self.types:
             eps = [e for e in eps if e.category in self.types]
         # group by scene (stable inside a scene) so one simulator serves consecutive episodes
-        return sorted(eps, key=lambda e: _scene_key(e.scene))
+        return sorted(eps, key=lambda e: scene_key(e.scene))
 
     def make_simulator_stub(self) -> Any:
         """A default-configured instance of the selected backend, used only for scene lookup."""
-        from hydra.utils import get_class
-
-        return get_class(self.simulator)()
+        return simulator_stub(self.simulator)
 
     def resolve_scene(self, episode: Episode, sim: Any) -> Any:
         return sim.resolve_scene(self.scenes_dir, episode.scene)
 
     def check(self, episodes: Sequence[Episode]) -> list[str]:
         sim = self.make_simulator_stub()
-        problems = []
-        for scene in sorted({e.scene for e in episodes}):
-            try:
-                sim.resolve_scene(self.scenes_dir, scene)
-            except FileNotFoundError as e:
-                tried = [ln.strip() for ln in str(e).splitlines()[1:] if ln.strip()]
-                first = tried[0] if tried else str(self.scenes_dir)
-                more = f" (and {len(tried) - 1} other locations)" if len(tried) > 1 else ""
-                problems.append(
-                    f"scene {scene}: no mesh at {first}{more}; stage the scenes with "
-                    f"`{FETCH_HINT}` or set task.scenes_dir"
-                )
-            except ValueError as e:
-                problems.append(f"scene {scene}: {e}")
-        return problems
+        return scene_problems((e.scene for e in episodes), self.scenes_dir, sim, FETCH_HINT)
 
     def describe(self) -> dict[str, Any]:
         digest = None
@@ -271,11 +256,3 @@ class ExpressTask(Task):
             "split": self.split,
             "scenes": self.scenes,
         }
-
-
-def _scene_key(scene: str) -> str:
-    """``NNNNN-hash`` of a scene id (so ``hm3d/val/00800-X`` and ``00800-X`` compare equal)."""
-    try:
-        return parse_scene_id(scene)[1]
-    except ValueError:
-        return str(scene)
