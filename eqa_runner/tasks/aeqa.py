@@ -1,0 +1,229 @@
+"""A-EQA, OpenEQA's active mode: explore an HM3D scene from a start pose, answer in free form.
+
+Files (all in ``task.data_dir`` by default, names as published):
+
+* the questions, in either shape:
+  - a pose file (UMass-Embodied-AGI/3D-Mem ``aeqa_questions-184.json``): a list of OpenEQA
+    records (``question_id``, ``question``, ``answer``, ``category``, optional ``extra_answers``)
+    with ``episode_history`` naming the HM3D scene (``00826-BFRyYbPCCPE``), a start ``position``
+    (habitat frame, metres) and ``rotation`` (w, x, y, z);
+  - a list of question ids (facebookresearch/open-eqa ``open-eqa-v0-184-questions.json``),
+    joined with ``open-eqa-v0.json`` for the text and with the pose file for the start poses;
+* reference path lengths (3D-Mem ``gt_path_length.json``: ``{question_id: metres}``), the
+  human exploration length ``l`` of the path-efficiency weight ``l / max(l, p)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from eqa_runner.errors import DataError
+from eqa_runner.sim.base import parse_scene_id
+from eqa_runner.tasks.base import Task
+from eqa_runner.tasks.openeqa_em import CATEGORIES
+from eqa_runner.tasks.openeqa_em import load_questions as load_openeqa
+from eqa_runner.tasks.scenes import scene_problems, simulator_stub
+from eqa_runner.types import Episode
+
+POSES_FILE = "aeqa_questions-184.json"
+OPENEQA_FILE = "open-eqa-v0.json"
+PATH_LENGTHS_FILE = "gt_path_length.json"
+FETCH_HINT = "python -m eqa_runner.data fetch aeqa"
+_POS = ("position", "start_position")
+_ROT = ("rotation", "start_rotation")
+_SCENE = ("episode_history", "scene_id", "scene")
+
+
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8-sig"))
+    except FileNotFoundError:
+        raise DataError(
+            f"{path}: {what} not found. Set task.data_dir (or the file's task key), stage "
+            f"the data with `{FETCH_HINT}`, or write the offline demo with "
+            "`python -m eqa_runner.demo <dir>` and task.data_dir=<dir>/aeqa."
+        ) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise DataError(f"{path}: not valid JSON ({e}). Re-download or fix the file.") from None
+
+
+def _first(rec: dict[str, Any], keys: Sequence[str]) -> Any:
+    return next((rec[k] for k in keys if rec.get(k) not in (None, "")), None)
+
+
+def _vector(value: Any, n: int, where: str, field: str) -> list[float]:
+    ok = isinstance(value, (list, tuple)) and len(value) == n
+    vals = (
+        [float(v) for v in value] if ok and all(isinstance(v, (int, float)) for v in value) else []
+    )
+    if not vals or not all(math.isfinite(v) for v in vals):
+        raise DataError(f"{where}: field {field} must be {n} finite numbers, got {value!r:.60}.")
+    return vals
+
+
+def start_pose(rec: dict[str, Any], where: str) -> dict[str, Any]:
+    """Start position, rotation (w, x, y, z, normalised) and HM3D scene of one pose record."""
+    pos, rot, scene = _first(rec, _POS), _first(rec, _ROT), _first(rec, _SCENE)
+    if pos is None or rot is None or scene is None:
+        missing = [n for n, v in (("position", pos), ("rotation", rot), ("episode_history", scene))
+                   if v is None]  # fmt: skip
+        raise DataError(f"{where}: missing field(s) {', '.join(missing)} of the start pose.")
+    q = _vector(rot, 4, where, "rotation")
+    norm = math.sqrt(math.fsum(x * x for x in q))
+    if norm < 1e-9:
+        raise DataError(f"{where}: field rotation is a zero quaternion.")
+    try:
+        key = parse_scene_id(str(scene))[1]
+    except ValueError:
+        raise DataError(
+            f"{where}: episode_history {scene!r} is not an HM3D scene dir (NNNNN-<hash>); the "
+            "pose file (3D-Mem's aeqa_questions-184.json) names the scene."
+        ) from None
+    return {
+        "start_position": _vector(pos, 3, where, "position"),
+        "start_rotation": [x / norm for x in q],
+        "scene": key,
+    }
+
+
+def load_path_lengths(path: Path) -> dict[str, float]:
+    data = _read_json(path, "reference path lengths")
+    if not isinstance(data, dict):
+        raise DataError(f"{path}: expected an object {{question_id: metres}}.")
+    out = {}
+    for qid, v in data.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise DataError(f"{path}: {qid}: a path length must be a number >= 0, got {v!r}.")
+        out[str(qid)] = float(v)
+    return out
+
+
+def load_aeqa(
+    questions_file: Path, openeqa_file: Path, poses_file: Path, lengths: dict[str, float] | None
+) -> list[Episode]:
+    """A-EQA episodes from either question-file shape (see the module docstring)."""
+    data = _read_json(questions_file, "question file")
+    if not isinstance(data, list) or not data:
+        raise DataError(f"{questions_file}: expected a non-empty JSON list.")
+    if all(isinstance(x, str) for x in data):  # ids only: text from OpenEQA, poses from the file
+        by_id = {e.episode_id: e for e in load_openeqa(openeqa_file)}
+        unknown = [q for q in data if q not in by_id]
+        if unknown:
+            raise DataError(
+                f"{questions_file}: {len(unknown)} question id(s) not in {openeqa_file}, "
+                f"e.g. {unknown[:2]}."
+            )
+        texts = [by_id[q] for q in data]
+        pose_recs = _read_json(poses_file, "pose file")
+    else:
+        texts = load_openeqa(questions_file)
+        pose_recs, poses_file = data, questions_file
+    if not isinstance(pose_recs, list):
+        raise DataError(f"{poses_file}: expected a JSON list of records with start poses.")
+    poses = {}
+    for i, rec in enumerate(pose_recs):
+        if isinstance(rec, dict) and rec.get("question_id"):
+            poses[str(rec["question_id"])] = start_pose(rec, f"{poses_file}: record {i}")
+    episodes = []
+    for ep in texts:
+        pose = poses.get(ep.episode_id)
+        if pose is None:
+            raise DataError(
+                f"{poses_file}: no start pose for question {ep.episode_id}; A-EQA needs one "
+                "per question (3D-Mem's aeqa_questions-184.json)."
+            )
+        meta = {
+            "start_position": pose["start_position"],
+            "start_rotation": pose["start_rotation"],
+            "episode_history": ep.scene,
+            "reference_path_length": None if lengths is None else lengths.get(ep.episode_id),
+            "subset": "hm3d",
+        }
+        episodes.append(
+            Episode(
+                ep.episode_id,
+                ep.question,
+                ep.answer,
+                ep.category,
+                list(ep.extra_answers),
+                pose["scene"],
+                meta,
+            )  # fmt: skip
+        )
+    return episodes
+
+
+class AEQATask(Task):
+    """A-EQA: the 184 active-mode questions of OpenEQA, from recorded start poses."""
+
+    def __init__(
+        self,
+        data_dir: str,
+        questions_file: str | None = None,
+        openeqa_file: str | None = None,
+        poses_file: str | None = None,
+        path_lengths_file: str | None = None,
+        require_path_lengths: bool = True,
+        scenes_dir: str | None = None,
+        categories: Sequence[str] | None = None,
+        simulator: str = "eqa_runner.sim.mesh.MeshSimulator",
+        name: str = "aeqa",
+        policies: Sequence[str] = (),
+    ) -> None:
+        self.name, self.policies = name, tuple(policies)
+        self.data_dir = Path(data_dir)
+        self.poses_file = Path(poses_file or self.data_dir / POSES_FILE)
+        self.questions_file = Path(questions_file) if questions_file else self.poses_file
+        self.openeqa_file = Path(openeqa_file or self.data_dir / OPENEQA_FILE)
+        self.path_lengths_file = Path(path_lengths_file or self.data_dir / PATH_LENGTHS_FILE)
+        self.require_path_lengths = require_path_lengths
+        self.scenes_dir = Path(scenes_dir) if scenes_dir else self.data_dir / "scenes"
+        self.categories = [c.lower() for c in categories] if categories else None
+        bad = sorted(set(self.categories or ()) - set(CATEGORIES))
+        if bad:
+            raise DataError(
+                f"task.categories: {bad} are not OpenEQA categories {list(CATEGORIES)}."
+            )
+        self.simulator = simulator
+
+    def load_episodes(self) -> list[Episode]:
+        lengths = None
+        if self.path_lengths_file.is_file() or self.require_path_lengths:
+            lengths = load_path_lengths(self.path_lengths_file)
+        eps = load_aeqa(self.questions_file, self.openeqa_file, self.poses_file, lengths)
+        if self.categories:
+            eps = [e for e in eps if e.category in self.categories]
+        return sorted(eps, key=lambda e: e.scene)  # one scene load per scene
+
+    def resolve_scene(self, episode: Episode, sim: Any) -> Any:
+        return sim.resolve_scene(self.scenes_dir, episode.scene)
+
+    def check(self, episodes: Sequence[Episode]) -> list[str]:
+        sim = simulator_stub(self.simulator)
+        problems = scene_problems((e.scene for e in episodes), self.scenes_dir, sim, FETCH_HINT)
+        if self.require_path_lengths:
+            problems += [
+                f"question {e.episode_id}: no reference path length in {self.path_lengths_file}"
+                for e in episodes
+                if e.meta.get("reference_path_length") is None
+            ]
+        return problems
+
+    def describe(self) -> dict[str, Any]:
+        def digest(p: Path) -> str | None:
+            return hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else None
+
+        files = {"questions": self.questions_file, "poses": self.poses_file,
+                 "path_lengths": self.path_lengths_file}  # fmt: skip
+        return {
+            "name": self.name,
+            "data_dir": str(self.data_dir),
+            **{f"{k}_file": str(p) for k, p in files.items()},
+            **{f"{k}_sha256": digest(p) for k, p in files.items()},
+            "scenes_dir": str(self.scenes_dir),
+        }
