@@ -31,6 +31,7 @@ from eqa_runner.llm import OFFLINE_TAG, ImagePart, LLMClient, Message, RequestEs
 from eqa_runner.prompts import express_prompt
 from eqa_runner.scoring.aggregate import mean_with_ci
 from eqa_runner.scoring.base import Judge
+from eqa_runner.scoring.efficiency import path_weight
 from eqa_runner.types import Episode, Prediction, Score
 
 log = logging.getLogger(__name__)
@@ -112,14 +113,6 @@ def _num(v: Any) -> float:
         return math.inf
 
 
-def path_weight(gt: float, path: float) -> float:
-    """``L / max(P, L)``; 1 when both are 0; 0 when P is infinite."""
-    if math.isinf(path):
-        return 0.0
-    denom = max(path, gt)
-    return 1.0 if denom <= 0 else gt / denom
-
-
 class EACJudge(Judge):
     """EXPRESS-Bench EAC judge: σ (grounding in the final frame) and δ (correctness)."""
 
@@ -186,7 +179,8 @@ class EACJudge(Judge):
             _num(trace.get("gt_geodesic")),
             _num(trace.get("d_t")),
         )
-        weight = path_weight(gt, path)
+        w = path_weight(gt, path)
+        weight = math.nan if w is None else w  # unknown reference length: no E_path
         return {
             "sigma": float(sigma),
             "delta": float(delta),
@@ -213,7 +207,8 @@ class EACJudge(Judge):
             return 0.0, 0.0, 0.0
         c = min(max(float(m["c"]), 0.0), 5.0) / 5.0
         cs = min(max(float(m["c_star"]), 0.0), 5.0) / 5.0
-        return c, cs, c * path_weight(_num(m.get("gt_geodesic")), path)
+        w = path_weight(_num(m.get("gt_geodesic")), path)
+        return c, cs, c * (math.nan if w is None else w)
 
     def _distance(self, r: dict[str, Any]) -> float | None:
         """Final goal distance of an ok record (from the trace); None = excluded."""
