@@ -351,3 +351,30 @@ def egl_devices() -> list[str]:
 
 def cuda_visible_devices() -> str | None:
     return os.environ.get("CUDA_VISIBLE_DEVICES")
+
+
+def habitat_info(render_scene: Path | None = None) -> dict[str, Any]:
+    """What ``doctor`` reports: habitat-sim's version, CUDA build flag, EGL render nodes and,
+    given a scene, whether one 64x64 RGB-D render works (not all black) and its time."""
+    import time
+
+    hs = import_habitat_sim()
+    info: dict[str, Any] = {
+        "version": getattr(hs, "__version__", "?"),
+        "cuda_enabled": bool(getattr(hs, "cuda_enabled", False)),
+        "egl_devices": egl_devices(),
+        "cuda_visible_devices": cuda_visible_devices(),
+    }
+    if render_scene is not None:
+        sim = HabitatSimulator(width=64, height=64)
+        try:
+            sim.load_scene(SceneSpec("doctor", Path(render_scene)))
+            lo, hi = sim.bounds()
+            sim.set_agent_pose(sim.snap_point((lo + hi) / 2), [1.0, 0.0, 0.0, 0.0])
+            t = time.perf_counter()
+            obs = sim.observe()
+            info["render_ms"] = round(1000 * (time.perf_counter() - t), 1)
+            info["render_ok"] = bool(obs.rgb.any() and (obs.depth > 0).any())
+        finally:
+            sim.close()
+    return info
