@@ -353,7 +353,7 @@ def cuda_visible_devices() -> str | None:
     return os.environ.get("CUDA_VISIBLE_DEVICES")
 
 
-def habitat_info(render_scene: Path | None = None) -> dict[str, Any]:
+def habitat_info(render_scene: Path | None = None, *, gpu_device_id: int = 0) -> dict[str, Any]:
     """What ``doctor`` reports: habitat-sim's version, CUDA build flag, EGL render nodes and,
     given a scene, whether one 64x64 RGB-D render works (not all black) and its time."""
     import time
@@ -366,7 +366,7 @@ def habitat_info(render_scene: Path | None = None) -> dict[str, Any]:
         "cuda_visible_devices": cuda_visible_devices(),
     }
     if render_scene is not None:
-        sim = HabitatSimulator(width=64, height=64)
+        sim = HabitatSimulator(width=64, height=64, gpu_device_id=gpu_device_id)
         try:
             sim.load_scene(SceneSpec("doctor", Path(render_scene)))
             lo, hi = sim.bounds()
@@ -375,6 +375,18 @@ def habitat_info(render_scene: Path | None = None) -> dict[str, Any]:
             obs = sim.observe()
             info["render_ms"] = round(1000 * (time.perf_counter() - t), 1)
             info["render_ok"] = bool(obs.rgb.any() and (obs.depth > 0).any())
+            info["renderer"] = sim._call(_gl_renderer)
         finally:
             sim.close()
     return info
+
+
+def _gl_renderer() -> str:
+    """The OpenGL renderer string of the current context (e.g. llvmpipe = software EGL)."""
+    try:
+        from magnum import gl
+
+        ctx = gl.Context.current
+        return f"{ctx.renderer_string} ({ctx.version_string})"
+    except Exception:  # noqa: BLE001 - the magnum bindings differ between builds
+        return "unknown"
