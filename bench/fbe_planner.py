@@ -13,7 +13,9 @@ reachable from the start) after each step, path length, hop sources, peak RSS.
 Modes: ``fbe`` (frustum-restricted fusion, compiled numba kernel: the default),
 ``fbe/numpy`` (the same frustum restriction, vectorised numpy kernel), ``fbe/every-voxel``
 (the same proposer fusing the upstream way: every voxel of the volume projected each frame;
-numpy here, numba upstream) and ``re`` (random hops within 3 m, forward view only, fused only
+numpy here, numba upstream), ``fbe/margin-0.5+3m`` (the planner defaults before issue 13: a
+0.5 m margin around the navmesh bounds and hops cut at 3 m of path; now upstream's margin 0 and
+30 path nodes) and ``re`` (random hops within 3 m, forward view only, fused only
 to measure coverage). The numba kernel is loaded (compiled on a fresh install) before any
 timing; that one-off cost is printed separately.
 """
@@ -140,7 +142,10 @@ def run_episode(sim, mode: str, start: np.ndarray, seed: int, steps: int, look: 
         )
     else:
         kernel = "numpy" if mode == "fbe/numpy" else "numba"
-        prop = FrontierProposer(planner={"fusion_kernel": kernel}, look_around_deg=look)
+        planner = {"fusion_kernel": kernel}
+        if mode == "fbe/margin-0.5+3m":  # the defaults before issue 13
+            planner |= {"bounds_margin": 0.5, "hop_rule": "path_length"}
+        prop = FrontierProposer(planner=planner, look_around_deg=look)
         tracker = prop.planner
     prop.reset(ep, sim, rng)
     if mode == "fbe/every-voxel":

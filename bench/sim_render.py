@@ -1,9 +1,14 @@
 """Benchmark the mesh simulator: render time per 512x512 RGB-D frame on a ~100k-triangle
 procedural apartment (new path, with its compiled shading pass and with the numpy reference
 shading, vs. the previous implementation, kept here as the baseline), open3d's ray cast
-alone, grid build time and geodesic-query time. Prints numbers only.
+alone, grid build time and geodesic-query time, and, where habitat-sim is importable, the
+real habitat-sim rendering the same scene (written as the demo's HM3D-convention ``.glb``) from
+the same poses, interleaved with the mesh backend. Prints numbers only.
 
     python bench/sim_render.py [--triangles 100000] [--frames 40] [--queries 40]
+    # with real habitat-sim (CPU, software EGL) in the habitat-cpu chroot:
+    bash ../shared/habitat-cpu/run.sh /opt/habitat-cpu --bind "$PWD:/project" -- \
+        python /project/bench/sim_render.py
 
 The machine may be shared: every timing is reported as wall and CPU (``process_time``, all
 threads) and the render paths are interleaved frame by frame, so their ratios hold under
@@ -101,6 +106,47 @@ def _median(pairs: list[tuple[float, float]], i: int) -> float:
     return float(np.median([p[i] for p in pairs]))
 
 
+def habitat_side_by_side(apt, sim: MeshSimulator, poses, size: int) -> None:
+    """The same poses rendered (RGB-D ``observe``) by the mesh backend and the real habitat-sim,
+    interleaved; frames/s of both and the ratio."""
+    import importlib.util
+    import tempfile
+
+    if importlib.util.find_spec("habitat_sim") is None:
+        print("habitat-sim: not importable here (run this inside the habitat-cpu chroot)")
+        return
+    from eqa_runner.sim.base import SceneSpec
+    from eqa_runner.sim.habitat import HabitatSimulator
+
+    with tempfile.TemporaryDirectory() as tmp:
+        glb, _ = apt.write(Path(tmp), "BenchApt")
+        hab = HabitatSimulator(width=size, height=size)
+        t0 = time.perf_counter()
+        hab.load_scene(SceneSpec("BenchApt", glb), start_position=poses[0][0])
+        t_load = time.perf_counter() - t0
+    hab.observe()  # warm-up
+    m, h = [], []
+    for pos, q in poses:
+        sim.set_agent_pose(pos, q)
+        hab.set_agent_pose(pos, q)
+        m.append(_timed(sim.observe))
+        h.append(_timed(hab.observe))
+    import habitat_sim
+
+    print(
+        f"real habitat-sim {habitat_sim.__version__} (load + navmesh bake {t_load:.1f} s), "
+        f"{size}x{size} RGB-D observe(), same {len(poses)} poses, interleaved:"
+    )
+    _row("mesh backend", m)
+    _row("habitat-sim", h)
+    fm, fh = 1e3 / _median(m, 0), 1e3 / _median(h, 0)
+    print(
+        f"  frames/s (wall median): mesh {fm:.1f}, habitat-sim {fh:.1f}; "
+        f"ratio habitat/mesh {fh / fm:.2f} (>1: habitat-sim faster)"
+    )
+    hab.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--triangles", type=int, default=100_000)
@@ -132,11 +178,12 @@ def main() -> None:
     )
 
     rng = np.random.default_rng(args.seed)
-    cams = []
+    cams, poses = [], []
     for _ in range(args.frames):
-        sim.set_agent_pose(
-            sim.random_navigable_point(rng), geo.yaw_to_quat(float(rng.uniform(-np.pi, np.pi)))
+        poses.append(
+            (sim.random_navigable_point(rng), geo.yaw_to_quat(float(rng.uniform(-np.pi, np.pi))))
         )
+        sim.set_agent_pose(*poses[-1])
         cams.append(sim.camera_pose())
     base = BaselineRenderer(sim)
     o3d = _o3d()
@@ -178,6 +225,8 @@ def main() -> None:
         f"  output vs baseline: depth max |diff| {max_depth_err:.2e} m; rgb: "
         f"{rgb_diff:.2%} of values differ, max {rgb_max}/255"
     )
+
+    habitat_side_by_side(apt, sim, poses, args.size)
 
     pts = [sim.random_navigable_point(rng) for _ in range(args.queries + 1)]
     src = pts[0]

@@ -108,38 +108,38 @@ def check_jit() -> tuple[bool, str]:
 
 
 def check_habitat(gpu_device_id: int) -> tuple[bool, list[str]]:
-    """habitat-sim version, EGL devices and whether a tiny simulator can be created."""
+    """habitat-sim version, EGL devices, and one RGB-D render of a demo apartment (in the
+    scene convention the EXPRESS demo uses) with this ``gpu_device_id``."""
+    import tempfile
+
     from eqa_runner.sim.habitat import INSTALL_HINT, cuda_visible_devices, egl_devices
 
     lines = [
-        f"EGL render nodes: {', '.join(egl_devices()) or 'none under /dev/dri'}",
+        f"EGL render nodes: {', '.join(egl_devices()) or 'none under /dev/dri (software EGL)'}",
         f"CUDA_VISIBLE_DEVICES={cuda_visible_devices()!r}; gpu_device_id={gpu_device_id}",
     ]
-    ver = _version("habitat-sim") or _version("habitat_sim")
     try:
-        import habitat_sim
+        import habitat_sim  # noqa: F401
     except ImportError as exc:
         lines.insert(0, f"habitat-sim not importable ({exc}); install: {INSTALL_HINT}")
         return False, lines
-    lines.insert(0, f"habitat-sim {getattr(habitat_sim, '__version__', ver)}")
+    from eqa_runner.demo.apartment import generate_apartment
+    from eqa_runner.sim.habitat import habitat_info
+
     try:
-        sim_cfg = habitat_sim.SimulatorConfiguration()
-        sim_cfg.scene_id = "NONE"
-        sim_cfg.gpu_device_id = gpu_device_id
-        spec = habitat_sim.CameraSensorSpec()
-        spec.uuid = "color_sensor"
-        spec.sensor_type = habitat_sim.SensorType.COLOR
-        spec.resolution = [32, 32]
-        agent_cfg = habitat_sim.agent.AgentConfiguration()
-        agent_cfg.sensor_specifications = [spec]
-        sim = habitat_sim.Simulator(habitat_sim.Configuration(sim_cfg, [agent_cfg]))
-        sim.get_sensor_observations()
-        sim.close()
-        lines.append("tiny habitat-sim simulator created and rendered OK")
-        return True, lines
+        with tempfile.TemporaryDirectory() as tmp:
+            glb, _ = generate_apartment(0).write(Path(tmp), "DoctorApt")
+            info = habitat_info(glb, gpu_device_id=gpu_device_id)
     except Exception as exc:  # noqa: BLE001
-        lines.append(f"could not create a habitat-sim simulator: {type(exc).__name__}: {exc}")
+        lines.insert(0, "habitat-sim importable")
+        lines.append(f"could not render with habitat-sim: {type(exc).__name__}: {exc}")
         return False, lines
+    cuda = "CUDA build" if info["cuda_enabled"] else "no CUDA"
+    lines.insert(0, f"habitat-sim {info['version']} ({cuda}); renderer: {info['renderer']}")
+    ok = bool(info["render_ok"])
+    verdict = "OK" if ok else "FAILED (all black or no depth)"
+    lines.append(f"one 64x64 RGB-D render of a demo apartment: {verdict}, {info['render_ms']} ms")
+    return ok, lines
 
 
 def data_dirs(root: Path) -> list[str]:

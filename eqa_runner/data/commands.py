@@ -171,7 +171,8 @@ def _find(scenes_dir: Path, scene: str, suffixes: tuple[str, ...]) -> Path | Non
 def check_express(
     data_dir: Path, questions_file: Path | None = None, scenes_dir: Path | None = None
 ) -> CheckReport:
-    """Every question's scene has a ``.glb`` + ``.navmesh`` (or a demo ``.ply``), non-empty."""
+    """Every question's scene has a ``.glb`` + ``.navmesh`` (or a demo ``.glb``/``.ply`` with its
+    ``.scene.json``: the navmesh is baked at load), non-empty."""
     from eqa_runner.tasks.express import QUESTIONS_FILE, load_questions
 
     data_dir = Path(data_dir)
@@ -191,7 +192,8 @@ def check_express(
         ply = _find(scenes_dir, scene, DEMO_MESH_SUFFIXES)
         glb = _find(scenes_dir, scene, GLB_SUFFIXES)
         nav = _find(scenes_dir, scene, NAVMESH_SUFFIXES)
-        files = [ply] if ply and not glb else [glb, nav]
+        demo = _find(scenes_dir, scene, (".scene.json",))  # demo apartment: navmesh baked at load
+        files = [ply] if ply and not glb else [glb] if glb and demo and not nav else [glb, nav]
         if not all(files):
             what = "mesh (.basis.glb)" if not glb else "navmesh (.basis.navmesh)"
             rep.missing.append(

@@ -235,15 +235,16 @@ def write_express_demo(
     out_dir: Path, seed: int = 0, n_scenes: int = 2, questions_per_scene: int = 6
 ) -> Path:
     """Write ``<out_dir>/express-bench.json`` (EXPRESS-Bench schema) and the scene meshes under
-    ``<out_dir>/scenes/val/00800-DemoApt0/DemoApt0.ply`` (+ ``.scene.json``)."""
+    ``<out_dir>/scenes/val/00800-DemoApt0/DemoApt0.glb`` (HM3D convention, see
+    :mod:`eqa_runner.demo.mesh_files`; + ``.scene.json``)."""
     out_dir = Path(out_dir)
     records: list[dict[str, Any]] = []
     for k in range(n_scenes):
         apt = generate_apartment(seed * 7919 + k)
         name, dirname = f"DemoApt{k}", f"{800 + k:05d}-DemoApt{k}"
-        ply, _ = apt.write(out_dir / "scenes" / "val" / dirname, name)
+        glb, _ = apt.write(out_dir / "scenes" / "val" / dirname, name)
         sim = MeshSimulator(cell_size=0.05)  # plan on the written file, as runs will
-        sim.load_scene(SceneSpec(f"hm3d/val/{dirname}", ply))
+        sim.load_scene(SceneSpec(f"hm3d/val/{dirname}", glb))
         rng = np.random.default_rng([seed, k, 17])
         cands = _express_candidates(apt)
         types = [t for t in EXPRESS_TYPES if cands[t]]

@@ -16,8 +16,10 @@ Algorithm per :meth:`FrontierPlanner.next_pose` (re-implemented from the upstrea
    x 1e-3 when near and already faced (see ``close_penalty_upstream_units``);
 6. sample a frontier by weight, back off from it against the normal by up to 1.5 m while the
    cell stays free and on the island (>= 2 cells back needed, up to 50 tries), face the normal;
-7. a target farther than 3 m is approached along a shortest 8-connected path on the island,
-   cut where the path length reaches 3 m, and the target is committed to for later hops;
+7. a target farther than 3 m (straight line) is approached along a shortest 8-connected path
+   on the island, cut after 30 path nodes (``hop_rule="path_nodes"``, upstream: up to ~4.2 m
+   diagonally) or where the path length reaches 3 m (``"path_length"``), and the target is
+   committed to for later hops;
 8. no qualifying frontier -> fallback: a random island cell within reach, random heading
    (upstream instead stays in place with a random heading; ``fallback="turn"``).
 
@@ -36,6 +38,7 @@ from scipy import ndimage
 from skimage import graph, measure
 from sklearn.cluster import DBSCAN
 
+from eqa_runner.errors import ConfigError
 from eqa_runner.mapping.tsdf import FuseStats, TSDFVolume
 
 _NEIGHBOUR_KERNEL = np.array([[1, 1, 1], [1, 0, 1], [1, 1, 1]], dtype=np.int16)
@@ -51,7 +54,8 @@ class FrontierPlannerConfig:
     trunc_voxels: float = 5.0  # tsdf.py: truncation = 5 * voxel_size
     below_floor: float = 0.2  # geom.get_scene_bnds: z from floor - 0.2
     above_floor: float = 3.5  # geom.get_scene_bnds: z to floor + 3.5
-    bounds_margin: float = 0.5  # ours: x-y margin around the navmesh bounds (upstream 0)
+    bounds_margin: float = 0.0  # x-y margin around the navmesh bounds, metres (upstream 0;
+    # a margin adds frontiers in the padding strips beside the outer walls)
     margin_w_ratio: float = 0.25  # fine_eqa.yaml: explored view drops 25% of width per side
     margin_h_ratio: float = 0.6  # fine_eqa.yaml: explored view drops 60% of height from top
     init_clearance: float = 1.0  # fine_eqa.yaml init_clearance 0.5, doubled by main.py
@@ -83,7 +87,9 @@ class FrontierPlannerConfig:
     frontier_spacing: float = 1.5  # max back-off from the frontier, metres
     min_backtrack: int = 2  # cells the back-off must achieve (tsdf.py)
     max_sample_tries: int = 50  # frontier resampling attempts (tsdf.py max_try)
-    max_dist_from_cur: float = 3.0  # hop cap, metres, measured along the island path
+    max_dist_from_cur: float = 3.0  # hop cap, metres (see hop_rule)
+    hop_rule: Literal["path_nodes", "path_length"] = "path_nodes"  # upstream: cut the island
+    # path after max_dist_from_cur / voxel_size nodes | path_length: after that many metres
     # --- fallback when no frontier qualifies
     fallback: Literal["random_hop", "turn"] = "random_hop"  # "turn" = upstream "current"
 
@@ -486,7 +492,12 @@ class FrontierPlanner:
         path = np.array(mcp.traceback(tuple(goal)))
         seg = np.linalg.norm(np.diff(path, axis=0), axis=1) * s
         length = np.concatenate([[0.0], np.cumsum(seg)])
-        last = int(np.searchsorted(length, c.max_dist_from_cur + 1e-9, side="right") - 1)
+        if c.hop_rule == "path_nodes":  # upstream: a fixed number of path nodes
+            last = min(int(c.max_dist_from_cur / s), len(path) - 1)
+        elif c.hop_rule == "path_length":
+            last = int(np.searchsorted(length, c.max_dist_from_cur + 1e-9, side="right") - 1)
+        else:
+            raise ConfigError(f"planner.hop_rule={c.hop_rule!r}: use path_nodes or path_length")
         cut = path[last]
         if last >= len(path) - 1:
             self._target = None
@@ -501,6 +512,7 @@ class FrontierPlanner:
         new_dir = to_frontier / nrm if nrm > 0 else direction
         info["path_cells"] = len(path)
         info["hop_path_m"] = float(length[last])
+        info["hop_nodes"] = last
         return cut.astype(int), new_dir
 
     @staticmethod

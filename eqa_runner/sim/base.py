@@ -109,6 +109,10 @@ class Simulator(ABC):
     def is_navigable(self, p) -> bool:
         """Whether ``p`` lies on the navigable surface."""
 
+    def navigable_area(self) -> float:
+        """Area (m^2) of the navigable surface on the agent's floor (diagnostics, parity)."""
+        raise NotImplementedError(f"{type(self).__name__} does not report its navigable area")
+
     def scene_area(self) -> float:
         """x-z area of the navmesh bounds (EXPRESS step budget = int(sqrt(area) * 3))."""
         lo, hi = self.bounds()

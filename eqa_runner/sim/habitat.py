@@ -1,4 +1,15 @@
-"""``sim=habitat``: habitat-sim 0.3.x behind the :class:`Simulator` interface.
+"""``sim=habitat``: habitat-sim (0.3.x and 0.2.x) behind the :class:`Simulator` interface.
+
+Tested against the real habitat-sim 0.2.2 (CPU, software EGL; ``tests/sim``, marker
+``habitat``); written to the 0.3 API too, version-gated where the two differ (the
+``include_static_objects`` navmesh switch moved from ``recompute_navmesh`` into
+``NavMeshSettings``).
+
+Scenes: ``.basis.glb``/``.glb`` are taken as z up (HM3D convention; habitat-sim rotates them
+into its y-up frame), ``.ply`` as is. A scene without a ``.navmesh`` beside it gets one baked
+at load for this agent body. Lighting (``scene_lighting``): ``auto`` leaves glTF scenes unlit
+(habitat's default, right for HM3D's textures with baked lighting) and lights ``.ply`` scenes
+(vertex colours, e.g. ScanNet) with habitat's default light setup.
 
 habitat-sim is imported lazily (it is a conda package, not on PyPI). One ``habitat_sim.Simulator``
 per process is reused across episodes and reconfigured only when the scene changes. Every call
@@ -16,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from eqa_runner.errors import ConfigError
 from eqa_runner.sim import geometry as geo
 from eqa_runner.sim.base import (
     NAN3,
@@ -27,7 +39,9 @@ from eqa_runner.sim.base import (
 )
 
 INSTALL_HINT = "conda install habitat-sim=0.3 withbullet headless -c conda-forge -c aihabitat"
-HABITAT_SUFFIXES = (".basis.glb", ".glb")
+HABITAT_SUFFIXES = (".basis.glb", ".glb", ".ply")
+LIGHTING = ("auto", "none", "default")
+BAKE_CELL_HEIGHT = 0.05  # m, voxel height of navmeshes baked at load (habitat's default: 0.2)
 
 
 def import_habitat_sim():
@@ -36,8 +50,8 @@ def import_habitat_sim():
         import habitat_sim
     except ImportError as exc:
         raise ImportError(
-            f"sim=habitat needs habitat-sim 0.3.x, which is not importable ({exc}). It is not on "
-            f"PyPI; install it with conda:\n  {INSTALL_HINT}\nor use sim=mesh."
+            f"sim=habitat needs habitat-sim (0.3.x or 0.2.x), which is not importable ({exc}). "
+            f"It is not on PyPI; install it with conda:\n  {INSTALL_HINT}\nor use sim=mesh."
         ) from exc
     return habitat_sim
 
@@ -60,8 +74,14 @@ class HabitatSimulator(Simulator):
         scene_dataset_config: str | None = None,
         enable_physics: bool = False,
         max_tries: int = 100,
+        scene_lighting: str = "auto",
         **_ignored: Any,
     ) -> None:
+        if scene_lighting not in LIGHTING:
+            raise ConfigError(
+                f"sim.scene_lighting={scene_lighting!r}: use one of {', '.join(LIGHTING)}"
+            )
+        self.scene_lighting = scene_lighting
         self._init_body(width, height, hfov_deg, sensor_height_m, tilt_deg, agent_radius,
                         agent_height, agent_max_climb, seed)  # fmt: skip
         self.gpu_device_id = int(gpu_device_id)
@@ -97,6 +117,9 @@ class HabitatSimulator(Simulator):
         sim_cfg.gpu_device_id = self.gpu_device_id
         sim_cfg.random_seed = self.seed
         sim_cfg.enable_physics = self.enable_physics
+        if self.lighting_for(scene.mesh_path) == "default":
+            sim_cfg.scene_light_setup = hs.gfx.DEFAULT_LIGHTING_KEY
+            sim_cfg.override_scene_light_defaults = True
         s = self.sensor
         specs = []
         for uuid, kind in (
@@ -116,6 +139,12 @@ class HabitatSimulator(Simulator):
         agent_cfg.radius = self.agent_radius
         agent_cfg.sensor_specifications = specs
         return hs.Configuration(sim_cfg, [agent_cfg])
+
+    def lighting_for(self, mesh_path) -> str:
+        """``none`` (habitat's unlit default) or ``default`` (its default light setup)."""
+        if self.scene_lighting != "auto":
+            return self.scene_lighting
+        return "default" if Path(mesh_path).suffix.lower() == ".ply" else "none"
 
     def resolve_scene(self, scenes_dir: Path, scene_id: str) -> SceneSpec:
         mesh = find_scene_file(Path(scenes_dir), scene_id, HABITAT_SUFFIXES)
@@ -163,16 +192,29 @@ class HabitatSimulator(Simulator):
         pf = self._sim.pathfinder
         if scene.navmesh_path is not None and not pf.load_nav_mesh(str(scene.navmesh_path)):
             raise RuntimeError(f"habitat-sim could not load navmesh {scene.navmesh_path}")
-        if not pf.is_loaded:  # no .navmesh file: bake one for this agent body
-            settings = hs.NavMeshSettings()
-            settings.set_defaults()
-            settings.agent_radius = self.agent_radius
-            settings.agent_height = self.agent_height
-            settings.agent_max_climb = self.agent_max_climb
-            if not self._sim.recompute_navmesh(pf, settings):
-                raise RuntimeError(f"no navmesh for scene {scene.scene_id} and baking one failed")
+        # no .navmesh file: bake one for this agent body (habitat-sim itself bakes one with its
+        # own settings when it finds no navmesh; that one is replaced)
+        if scene.navmesh_path is None and not self._sim.recompute_navmesh(
+            pf, self.navmesh_settings()
+        ):
+            raise RuntimeError(f"no navmesh for scene {scene.scene_id} and baking one failed")
         pf.seed(self.seed)
         self.scene = scene
+
+    def navmesh_settings(self):
+        """``NavMeshSettings`` for this agent body (0.2.x and 0.3.x)."""
+        hs = self._hsim()
+        settings = hs.NavMeshSettings()
+        settings.set_defaults()
+        settings.agent_radius = self.agent_radius
+        settings.agent_height = self.agent_height
+        settings.agent_max_climb = self.agent_max_climb
+        # finer than habitat's 0.2 m voxel height, so the navmesh lies on the floor (within a
+        # few cm) instead of up to 0.2 m above it, and the camera is sensor_height_m above it
+        settings.cell_height = BAKE_CELL_HEIGHT
+        if hasattr(settings, "include_static_objects"):  # 0.3.x; 0.2.x: recompute argument
+            settings.include_static_objects = False
+        return settings
 
     def _require(self) -> None:
         if self._sim is None:
@@ -271,7 +313,24 @@ class HabitatSimulator(Simulator):
 
     def is_navigable(self, p) -> bool:
         p = as_vec3(p)
+        if not np.all(np.isfinite(p)):
+            return False
         return bool(self._call(lambda: self._pf().is_navigable(p)))
+
+    def navigable_area(self, floor_y: float | None = None) -> float:
+        """Area (m^2) of the navmesh triangles within ``agent_max_climb`` of ``floor_y``
+        (default: the agent's floor), i.e. without furniture tops or other levels."""
+        if floor_y is None:
+            floor_y = float(self.agent_pose()[0][1])
+
+        def run():
+            v = np.asarray(self._pf().build_navmesh_vertices(), dtype=np.float64).reshape(-1, 3, 3)
+            on = np.all(np.abs(v[:, :, 1] - floor_y) <= self.agent_max_climb + 0.05, axis=1)
+            t = v[on]
+            return float(0.5 * np.linalg.norm(np.cross(t[:, 1] - t[:, 0], t[:, 2] - t[:, 0]),
+                                              axis=1).sum())  # fmt: skip
+
+        return self._call(run)
 
     def close(self) -> None:
         if self._pool is not None:
@@ -292,3 +351,42 @@ def egl_devices() -> list[str]:
 
 def cuda_visible_devices() -> str | None:
     return os.environ.get("CUDA_VISIBLE_DEVICES")
+
+
+def habitat_info(render_scene: Path | None = None, *, gpu_device_id: int = 0) -> dict[str, Any]:
+    """What ``doctor`` reports: habitat-sim's version, CUDA build flag, EGL render nodes and,
+    given a scene, whether one 64x64 RGB-D render works (not all black) and its time."""
+    import time
+
+    hs = import_habitat_sim()
+    info: dict[str, Any] = {
+        "version": getattr(hs, "__version__", "?"),
+        "cuda_enabled": bool(getattr(hs, "cuda_enabled", False)),
+        "egl_devices": egl_devices(),
+        "cuda_visible_devices": cuda_visible_devices(),
+    }
+    if render_scene is not None:
+        sim = HabitatSimulator(width=64, height=64, gpu_device_id=gpu_device_id)
+        try:
+            sim.load_scene(SceneSpec("doctor", Path(render_scene)))
+            lo, hi = sim.bounds()
+            sim.set_agent_pose(sim.snap_point((lo + hi) / 2), [1.0, 0.0, 0.0, 0.0])
+            t = time.perf_counter()
+            obs = sim.observe()
+            info["render_ms"] = round(1000 * (time.perf_counter() - t), 1)
+            info["render_ok"] = bool(obs.rgb.any() and (obs.depth > 0).any())
+            info["renderer"] = sim._call(_gl_renderer)
+        finally:
+            sim.close()
+    return info
+
+
+def _gl_renderer() -> str:
+    """The OpenGL renderer string of the current context (e.g. llvmpipe = software EGL)."""
+    try:
+        from magnum import gl
+
+        ctx = gl.Context.current
+        return f"{ctx.renderer_string} ({ctx.version_string})"
+    except Exception:  # noqa: BLE001 - the magnum bindings differ between builds
+        return "unknown"

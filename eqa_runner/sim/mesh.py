@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from eqa_runner.errors import ConfigError
 from eqa_runner.sim import geometry as geo
 from eqa_runner.sim.base import (
     NAN3,
@@ -32,6 +33,7 @@ _LIGHT = (np.array([0.35, 0.85, 0.4]) / np.linalg.norm([0.35, 0.85, 0.4])).astyp
 _GL_TO_CV = np.diag([1.0, -1.0, -1.0, 1.0])  # OpenGL camera axes -> OpenCV camera axes
 # shading x255, two-sided: ambient + headlight * |cos(view ray, n)| + sun * |cos(sun, n)|
 _AMBIENT, _HEAD, _SUN = 0.35 * 255.0, 0.45 * 255.0, 0.2 * 255.0
+_CULL_PASSES, _CULL_EPS = 4, 1e-4  # back-face culling: re-casts per frame, step past a hit (m)
 
 
 @dataclass
@@ -80,8 +82,15 @@ def _linear_to_srgb(c: np.ndarray) -> np.ndarray:
     return np.where(c <= 0.0031308, 12.92 * c, 1.055 * c ** (1 / 2.4) - 0.055)
 
 
-def load_mesh_file(path: Path, up_axis: str = "y") -> TriangleMeshData:
-    """Read ``.ply``/``.obj``/``.glb`` with vertex or per-material colours into arrays."""
+def default_up_axis(path: Path) -> str:
+    """habitat-sim's convention: ``.glb``/``.gltf`` (HM3D, Matterport) are z up, the rest y up."""
+    return "z" if Path(path).suffix.lower() in (".glb", ".gltf") else "y"
+
+
+def load_mesh_file(path: Path, up_axis: str = "auto") -> TriangleMeshData:
+    """Read ``.ply``/``.obj``/``.glb`` with vertex or per-material colours into arrays (habitat
+    frame; ``up_axis="auto"`` reads a file the way habitat-sim does, see
+    :func:`default_up_axis`)."""
     o3d = _o3d()
     path = Path(path)
     verts: list[np.ndarray] = []
@@ -125,10 +134,12 @@ def load_mesh_file(path: Path, up_axis: str = "y") -> TriangleMeshData:
     if not verts or sum(len(t) for t in tris) == 0:
         raise ValueError(f"no triangles in mesh file {path}")
     v = np.concatenate(verts)
+    if up_axis == "auto":
+        up_axis = default_up_axis(path)
     if up_axis == "z":
         v = geo.normal_to_habitat(v)
     elif up_axis != "y":
-        raise ValueError(f"up_axis must be 'y' or 'z', got {up_axis!r}")
+        raise ConfigError(f"sim.up_axis={up_axis!r}: use auto, y or z")
     return TriangleMeshData(v, np.concatenate(tris), np.clip(np.concatenate(cols), 0.0, 1.0))
 
 
@@ -142,17 +153,21 @@ class MeshSimulator(Simulator):
         hfov_deg: float = 90.0,
         sensor_height_m: float = 1.5,
         tilt_deg: float = 0.0,
-        agent_radius: float = 0.18,
+        agent_radius: float = 0.1,
         agent_height: float = 1.5,
         agent_max_climb: float = 0.2,
         seed: int = 0,
         cell_size: float = 0.05,
         snap_max_dist: float = 2.0,
-        up_axis: str = "y",
+        up_axis: str = "auto",
         interpolate_colors: bool = True,
         shading_kernel: str = "numba",
+        cull_back_faces: bool = True,
         **_ignored: Any,
     ) -> None:
+        if up_axis not in ("auto", "y", "z"):
+            raise ConfigError(f"sim.up_axis={up_axis!r}: use auto, y or z")
+        self.cull_back_faces = bool(cull_back_faces)
         self._init_body(width, height, hfov_deg, sensor_height_m, tilt_deg, agent_radius,
                         agent_height, agent_max_climb, seed)  # fmt: skip
         self.cell_size = float(cell_size)
@@ -160,7 +175,7 @@ class MeshSimulator(Simulator):
         self.up_axis = up_axis
         self.interpolate_colors = bool(interpolate_colors)
         if shading_kernel not in ("numba", "numpy"):
-            raise ValueError(f"sim.shading_kernel={shading_kernel!r}: use numba or numpy")
+            raise ConfigError(f"sim.shading_kernel={shading_kernel!r}: use numba or numpy")
         self.shading_kernel = shading_kernel  # numpy: the reference path (same frames, slower)
         self._no_uv = np.zeros((1, 2), dtype=np.float32)
         self.scene: SceneSpec | None = None
@@ -287,15 +302,15 @@ class MeshSimulator(Simulator):
         rays = o3d.t.geometry.RaycastingScene.create_rays_pinhole(
             k_o3d, o3d.core.Tensor(world_to_cv), s.width, s.height
         )  # unit forward component: t_hit is the z-depth
-        out = self._rc.cast_rays(rays, nthreads=0)
-        t = out["t_hit"].numpy().reshape(-1)
         n_f = len(self._fcol)
         # headlight: |n . d| / |d| with n in the camera frame, d = (x, y, -1)
         n_cam = cam[:3, :3].T.astype(np.float32) @ self._fn_t  # (3, F + 1)
+        out = self._cast_frame(rays, n_cam, x, y)
+        t = out["t_hit"]
         if self.shading_kernel == "numba":
             return self._shade_compiled(out, t, n_f, n_cam, x, y, head_k)
         # misses (INVALID_ID) -> the black sentinel face; intp once instead of in every take
-        pid = np.minimum(out["primitive_ids"].numpy().reshape(-1), n_f).astype(np.intp)
+        pid = np.minimum(out["primitive_ids"], n_f).astype(np.intp)
         shade = np.take(n_cam[0], pid)
         shade *= x
         tmp = np.take(n_cam[1], pid)
@@ -306,7 +321,7 @@ class MeshSimulator(Simulator):
         shade *= head_k
         shade += np.take(self._k_static, pid)
         if self.interpolate_colors and not self._flat_colors:
-            uv = out["primitive_uvs"].numpy().reshape(-1, 2)
+            uv = out["primitive_uvs"]
             tri = np.take(self._tri_s, pid, axis=0)
             u, v = uv[:, 0:1], uv[:, 1:2]
             col = np.take(self._vcol_s, tri[:, 1], axis=0) * u
@@ -321,18 +336,50 @@ class MeshSimulator(Simulator):
         np.copyto(t, np.float32(0.0), where=pid == n_f)
         return rgb.reshape(s.height, s.width, 3), t.reshape(s.height, s.width)
 
+    def _cast_frame(self, rays, n_cam: np.ndarray, x: np.ndarray, y: np.ndarray) -> dict:
+        """One frame's hits as flat numpy arrays (t_hit, primitive_ids, primitive_uvs).
+
+        With ``cull_back_faces`` (default) a ray that hits a triangle from behind goes on
+        through it, as in habitat-sim's rasteriser (single-sided triangles, counter-clockwise
+        front): such rays are cast again from just past the hit, at most ``_CULL_PASSES``
+        times per frame.
+        """
+        out = self._rc.cast_rays(rays, nthreads=0)
+        t = out["t_hit"].numpy().reshape(-1)
+        pid = out["primitive_ids"].numpy().reshape(-1)
+        uv = out["primitive_uvs"].numpy().reshape(-1, 2)
+        if self.cull_back_faces:
+            n_f = len(self._fcol)
+            flat_rays = None
+            for _ in range(_CULL_PASSES):
+                idx = np.nonzero(pid < n_f)[0]
+                p = pid[idx]
+                facing = n_cam[0, p] * x[idx] + n_cam[1, p] * y[idx] - n_cam[2, p]
+                back = idx[facing > 0]  # the normal points away from the camera
+                if back.size == 0:
+                    break
+                if flat_rays is None:
+                    flat_rays = rays.numpy().reshape(-1, 6)
+                r = flat_rays[back]
+                start = t[back] + _CULL_EPS
+                res = self.cast(r[:, :3] + r[:, 3:] * start[:, None], r[:, 3:])
+                t[back] = start + res["t_hit"]
+                pid[back] = res["primitive_ids"]
+                uv[back] = res["primitive_uvs"]
+        return {"t_hit": t, "primitive_ids": pid, "primitive_uvs": uv}
+
     def _shade_compiled(self, out, t, n_f, n_cam, x, y, head_k):
         """``render``'s shading as one compiled pass (:mod:`eqa_runner.sim.shade_kernel`)."""
         from eqa_runner.sim.shade_kernel import shade_hits
 
         s = self.sensor
         interpolate = bool(self.interpolate_colors and not self._flat_colors)
-        uv = out["primitive_uvs"].numpy().reshape(-1, 2) if interpolate else self._no_uv
+        uv = out["primitive_uvs"] if interpolate else self._no_uv
         rgb = np.empty((t.size, 3), dtype=np.uint8)
         depth = np.empty(t.size, dtype=np.float32)
         shade_hits(
             t,
-            out["primitive_ids"].numpy().reshape(-1),
+            out["primitive_ids"],
             uv,
             n_f,
             n_cam,
@@ -511,6 +558,11 @@ class MeshSimulator(Simulator):
             return NAN3.copy()
         x, z = g._nav_xz[int(rng.integers(len(g._nav_xz)))]
         return np.array([x, g.floor_y, z])
+
+    def navigable_area(self) -> float:
+        """Area (m^2) of the navigable cells on the agent's floor."""
+        g = self._grid()
+        return float(len(g._nav_ij)) * g.c * g.c
 
     def close(self) -> None:
         self._rc = None

@@ -250,14 +250,19 @@ def run_episode(world, start, steps, seed, **cfg):
     return planner, out
 
 
-def test_hops_are_capped_and_far_targets_committed():
+@pytest.mark.parametrize("rule", ["path_nodes", "path_length"])
+def test_hops_are_capped_and_far_targets_committed(rule):
     world = walled_room(0.0, 14.0, 0.0, 2.0)  # a long corridor
-    planner, wps = run_episode(world, (0.8, 1.0), 10, seed=3)
+    planner, wps = run_episode(world, (0.8, 1.0), 20, seed=3, hop_rule=rule)
     prev = (0.8, 1.0)
+    # path_nodes (upstream): 30 nodes of an 8-connected path, up to 30 * sqrt(2) * 0.1 m
+    cap = 3.0 if rule == "path_length" else 30 * math.sqrt(2) * 0.1
     for wp in wps:
-        assert math.dist(prev, wp.position_normal) <= 3.0 + 0.15
+        assert math.dist(prev, wp.position_normal) <= cap + 0.15
         if "hop_path_m" in wp.info:
-            assert wp.info["hop_path_m"] <= 3.0 + 1e-9
+            assert wp.info["hop_path_m"] <= cap + 1e-9
+            if rule == "path_nodes":
+                assert wp.info["hop_nodes"] <= 30
         prev = wp.position_normal
     sources = [wp.source for wp in wps]
     assert "commit" in sources
@@ -325,4 +330,5 @@ def test_config_defaults_are_upstream():
     assert (c.dist_T, c.unexplored_T, c.unoccupied_T, c.eps) == (10.0, 0.2, 2.0, 1.0)
     assert (c.frontier_min_neighbors, c.frontier_max_neighbors) == (3, 4)
     assert (c.frontier_spacing, c.max_dist_from_cur, c.min_dist_from_cur) == (1.5, 3.0, 0.5)
+    assert (c.bounds_margin, c.hop_rule) == (0.0, "path_nodes")
     assert (c.max_unexplored_check_frontier, c.max_unoccupied_check_frontier) == (3.0, 1.0)

@@ -1,4 +1,5 @@
-"""The simulator contract, run on every available backend (habitat skipped when absent)."""
+"""The simulator contract, run on both backends: ``mesh`` and the real habitat-sim (``habitat``
+marker; run by CI inside the habitat-cpu chroot, skipped where habitat-sim is not importable)."""
 
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ def test_depth_after_turning(sim):
 
 def test_snap_point(sim):
     p = sim.snap_point([3.0, 0.3, 3.0])
-    assert np.all(np.isfinite(p)) and abs(p[1]) < 0.05
+    # on the floor; habitat's baked navmesh lies one voxel (0.05 m) above the mesh floor
+    assert np.all(np.isfinite(p)) and abs(p[1]) < 0.06
     assert np.hypot(p[0] - 3.0, p[2] - 3.0) < 0.1
     near_wall = sim.snap_point([3.0, 0.0, 0.02])  # inside the agent-radius margin
     assert np.all(np.isfinite(near_wall)) and sim.is_navigable(near_wall)
@@ -86,10 +88,8 @@ def test_bounds_and_area(sim):
 
 
 def test_resolve_scene_forms(sim, scenes_dir):
-    if type(sim).__name__ != "MeshSimulator":
-        pytest.skip("the habitat lookup is tested with the fake module")
     for sid in ("hm3d/val/00800-TestRooms", "val/00800-TestRooms", "00800-TestRooms"):
         spec = sim.resolve_scene(scenes_dir, sid)
-        assert spec.mesh_path.name == "TestRooms.ply"
+        assert spec.mesh_path.name == "TestRooms.glb"
     with pytest.raises(FileNotFoundError, match="00801-Missing"):
         sim.resolve_scene(scenes_dir, "val/00801-Missing")

@@ -1,4 +1,13 @@
-"""The habitat backend against a stand-in ``habitat_sim`` module (no real habitat-sim needed)."""
+"""The habitat backend against a stand-in ``habitat_sim`` module (no real habitat-sim needed).
+
+Kept only for what the real habitat-sim cannot show on these CPU machines, or what needs no
+simulator: the GPU device id and scene-dataset config reaching ``SimulatorConfiguration``
+(there is no GPU or multi-device EGL here), the clear error when habitat-sim is missing (it is
+importable in the chroot), the light import of the backend module, and the scene-file lookup
+layouts (pure path logic). Everything the real simulator can show (sensors, navmesh baking,
+queries, threads, scene convention, lighting) is tested on it: ``test_contract.py``,
+``test_habitat_real.py``, ``test_parity.py`` (marker ``habitat``).
+"""
 
 from __future__ import annotations
 

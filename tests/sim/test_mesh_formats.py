@@ -210,7 +210,9 @@ WRITERS = {
 
 
 def make_sim() -> MeshSimulator:
-    return MeshSimulator(width=W, height=H, hfov_deg=90.0, sensor_height_m=1.5)
+    # the files here are written y up: read them so (by default a .glb is z up, the HM3D
+    # convention habitat-sim uses; tests/sim/test_scene_files.py covers that default)
+    return MeshSimulator(width=W, height=H, hfov_deg=90.0, sensor_height_m=1.5, up_axis="y")
 
 
 def load(sim: MeshSimulator, path: Path) -> None:

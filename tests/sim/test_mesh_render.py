@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("open3d")
 
 from bench.sim_render import BaselineRenderer  # noqa: E402
-from eqa_runner.demo.apartment import _MeshBuilder  # noqa: E402
+from eqa_runner.demo.mesh_builder import MeshBuilder  # noqa: E402
 from eqa_runner.sim import geometry as geo  # noqa: E402
 from eqa_runner.sim.mesh import _LIGHT, MeshSimulator, TriangleMeshData  # noqa: E402
 from tests.sim.conftest import build_rooms_mesh  # noqa: E402
@@ -51,7 +51,7 @@ def test_misses_are_black_with_zero_depth(rooms):
 
 def _gradient_quad_sim() -> MeshSimulator:
     """A wall whose vertex colours vary, so colours are interpolated, plus a floor."""
-    mb = _MeshBuilder()
+    mb = MeshBuilder()
     mb.quad_y(-5.0, -5.0, 5.0, 5.0, 0.0, (0.5, 0.5, 0.5))
     v, f, c, _ = mb.arrays()
     wall_v = np.array([[-3, 0, -2], [3, 0, -2], [3, 3, -2], [-3, 3, -2]], dtype=float)
