@@ -66,10 +66,6 @@ def main() -> None:
         print(f"error: {refusal}", file=sys.stderr, flush=True)
         sys.exit(2)
     sys.argv[1:] = expand_num_shards(sys.argv[1:])
-    if {"-m", "--multirun", "hydra.mode=MULTIRUN"} & set(sys.argv[1:]):
-        from eqa_runner.launcher import install
-
-        install()  # submitit sweeps wait for every job and report the failed ones
     app()
 
 

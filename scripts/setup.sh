@@ -27,7 +27,7 @@ fi
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 if ! .venv/bin/python -c "import eqa_runner, litellm, open3d, hydra" >/dev/null 2>&1 \
-   || [ constraints.txt -nt .venv/.installed ]; then
+   || [ constraints.txt -nt .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ]; then
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -c constraints.txt -e ".[dev]"
   touch .venv/.installed

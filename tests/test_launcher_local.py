@@ -1,4 +1,6 @@
-"""The wait-for-all sweep launcher on submitit's local executor (no SLURM needed)."""
+"""The wait-for-all sweep launcher (the Hydra plugin in hydra_plugins/eqa_runner_launcher) on
+submitit's local executor (no SLURM needed): a multirun from the command line and one from a
+config file both use it."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from eqa_runner.records import EPISODES_FILE, read_records
+from eqa_runner.run.configstore import register_configs
 from tests.helpers.datasets import make_openeqa_dataset
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,3 +45,67 @@ def test_local_sweep_with_a_failed_job_reports_it_and_exits_1(tmp_path: Path) ->
     assert len(reruns) == 1
     rerun = shlex.split(reruns[0])
     assert "hydra/launcher=local" in rerun and "run.resume=true" in rerun
+
+
+def _assert_one_failed_job_reported(proc: subprocess.CompletedProcess, sweep: Path, missing: Path):
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 1, output[-3000:]
+    assert "[eqa_runner] 1 of 2 sweep jobs FAILED" in output
+    assert "Traceback" not in output and "Error executing job" not in output
+    assert f"task.data_dir={missing}" in output and "question file not found" in output
+    runs = sorted(d for d in sweep.iterdir() if (d / ".hydra").is_dir())
+    done = [d for d in runs if (d / "summary.json").exists()]
+    assert len(done) == 1 and len(read_records(done[0] / EPISODES_FILE)) == 4
+    return output
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_multirun_from_a_config_file_uses_the_plugin(tmp_path: Path) -> None:
+    """``hydra.mode: MULTIRUN`` in a user's preset (``--config-dir``), no ``-m`` on the command
+    line: the same launcher runs the sweep, waits for both jobs and reports the failed one."""
+    good = make_openeqa_dataset(tmp_path / "good", n_questions=4, n_episodes=2, frames=4)
+    missing = tmp_path / "missing"
+    sweep = tmp_path / "sweep"
+    user = tmp_path / "lab_conf"
+    (user / "experiment").mkdir(parents=True)
+    (user / "experiment" / "lab_sweep.yaml").write_text(
+        "# @package _global_\n"
+        "defaults:\n"
+        "  - override /hydra/launcher: local\n"
+        "  - override /llm: offline\n"
+        "  - override /policy: blind\n"
+        "judge:\n  model: offline\n"
+        "hydra:\n"
+        "  mode: MULTIRUN\n"
+        f"  sweep:\n    dir: {sweep}\n"
+        f"  sweeper:\n    params:\n      task.data_dir: {good},{missing}\n"
+    )
+    cmd = [sys.executable, "-m", "eqa_runner", "--config-dir", str(user),
+           "experiment=lab_sweep", "run.progress=false"]  # fmt: skip
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    output = _assert_one_failed_job_reported(proc, sweep, missing)
+    assert "Submitit 'local' sweep output dir" in output
+
+
+def test_launcher_configs_select_the_plugin() -> None:
+    """``hydra/launcher=slurm|local`` compose to the plugin's launchers, which Hydra discovers."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.plugins import Plugins
+    from hydra.plugins.launcher import Launcher
+
+    register_configs()
+    found = {f"{c.__module__}.{c.__name__}" for c in Plugins.instance().discover(Launcher)}
+    conf = REPO / "eqa_runner" / "conf"
+    for option, cls in (("slurm", "SlurmSweepLauncher"), ("local", "LocalSweepLauncher")):
+        GlobalHydra.instance().clear()
+        with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
+            cfg = compose(
+                "config", overrides=[f"hydra/launcher={option}"], return_hydra_config=True
+            )
+        GlobalHydra.instance().clear()
+        target = cfg.hydra.launcher._target_
+        assert target == f"hydra_plugins.eqa_runner_launcher.launcher.{cls}"
+        assert target in found
+    assert cfg.hydra.launcher.timeout_min == 240  # the project's value over the plugin default

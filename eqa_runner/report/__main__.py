@@ -1,5 +1,5 @@
 """``python -m eqa_runner.report``."""
 
-from eqa_runner.report.tables import main
+from eqa_runner.report.cli import main
 
 raise SystemExit(main())

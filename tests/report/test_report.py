@@ -12,7 +12,9 @@ import pytest
 from omegaconf import OmegaConf
 from PIL import Image
 
-from eqa_runner.report import tables as report
+from eqa_runner.report.cli import main as report_main
+from eqa_runner.report.compare import compare_table, pick_baseline
+from eqa_runner.report.runs import load_runs
 from eqa_runner.run.loop import run
 from tests.conftest import ROOT, server_overrides
 from tests.helpers.datasets import make_openeqa_dataset
@@ -58,8 +60,8 @@ def _sweep(env, root: Path) -> Path:
 
 def test_compare_2x2_sweep_shows_only_swept_keys(env, tmp_path, capsys):
     sweep = _sweep(env, tmp_path / "sweep")
-    runs = report.load_runs([sweep])
-    table = report.compare_table(runs, report.pick_baseline(runs, "1"))
+    runs = load_runs([sweep])
+    table = compare_table(runs, pick_baseline(runs, "1"))
     assert list(table.columns) == ["policy", "llm.model", "llm_match", "Δ llm_match"]
     assert table["policy"].tolist() == ["blind", "blind", "single", "single"]
     assert table["llm.model"].tolist() == ["openai/model-a", "openai/model-b"] * 2
@@ -67,7 +69,7 @@ def test_compare_2x2_sweep_shows_only_swept_keys(env, tmp_path, capsys):
     assert table["Δ llm_match"].tolist() == ["+75.0", "(baseline)", "+75.0", "+0.0"]
 
     csv = tmp_path / "cmp.csv"
-    assert report.main([str(sweep), "--compare", "--csv", str(csv), "--by", "category"]) == 0
+    assert report_main([str(sweep), "--compare", "--csv", str(csv), "--by", "category"]) == 0
     out = capsys.readouterr().out
     assert "| policy | llm.model      | llm_match            | Δ llm_match |" in out
     assert "by category:" in out and "policy=single, llm.model=openai/model-b" in out
@@ -79,7 +81,7 @@ def test_run_table_and_shard_merge(env, tmp_path, capsys):
     shards = tmp_path / "shards"
     for i in range(3):
         env(shards / f"{i}_shard", "policy=single", f"run.shard={i}/3")
-    runs = report.load_runs([shards])
+    runs = load_runs([shards])
     assert len(runs) == 1 and runs[0].notes == ["3 shards merged"]
     merged = runs[0].summary
     ref = json.loads((full / "summary.json").read_text())
@@ -93,7 +95,7 @@ def test_run_table_and_shard_merge(env, tmp_path, capsys):
     summ = json.loads((shards / "2_shard" / "summary.json").read_text())
     summ["counts"]["missing"] = 2
     (shards / "2_shard" / "summary.json").write_text(json.dumps(summ))
-    assert report.main([str(shards), str(full), "--csv", str(tmp_path / "t.csv")]) == 0
+    assert report_main([str(shards), str(full), "--csv", str(tmp_path / "t.csv")]) == 0
     out = capsys.readouterr().out
     assert "2 of 3 shards present (missing shard 1)" in out
     assert "shard 2/3 incomplete: 2 episodes without a record" in out
@@ -107,7 +109,7 @@ def _chromium() -> str | None:
 
 def test_html_report_renders_in_headless_chromium(env, tmp_path):
     run_dir = env(tmp_path / "r", "policy=multiframe", "policy.num_frames=4")
-    assert report.main([str(run_dir), "--html", "--by", "category"]) == 0
+    assert report_main([str(run_dir), "--html", "--by", "category"]) == 0
     page = run_dir / "report.html"
     text = page.read_text()
     assert "http://" not in text.split("<!-- runs:")[0].replace("http://127.0.0.1", "")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eqa_runner.report.tables import Run, compare_table
+from eqa_runner.report.compare import compare_table
+from eqa_runner.report.runs import Run
 
 
 def _run(name: str, mean: float) -> Run:

@@ -1,18 +1,19 @@
-"""Sweeps through hydra-submitit-launcher (``hydra/launcher=slurm|local``) that wait for every job.
+"""Sweep launchers that wait for every job (``hydra/launcher=slurm|local``).
 
-The plugin's launchers stop at the first failed job. :func:`install` (called by ``python -m
-eqa_runner`` before Hydra starts) gives them a ``launch`` that submits the same job array, waits
-for all of it, and prints which jobs failed, where their logs are and a ready-to-paste command
-that reruns just those jobs into their own run dirs with ``run.resume=true``; the sweep then
-exits with status 1 (no Hydra traceback). (Hydra only
-instantiates launchers from the ``hydra_plugins`` package, so a subclass in ``eqa_runner`` cannot
-be selected by ``_target_``.) A requeued job (preemption, time limit) runs the same pickled Hydra
-job again (the plugin's ``checkpoint``); ``run.run`` then resumes its run dir by itself.
+hydra-submitit-launcher's launchers return at the first failed job. These subclasses submit the
+same job array, wait for all of it, and print which jobs failed, where their logs are and a
+ready-to-paste command that reruns just those jobs into their own run dirs with
+``run.resume=true``; the sweep then exits with status 1 (no Hydra traceback). Hydra finds them by
+its plugin scan of ``hydra_plugins`` (whatever started the multirun: ``-m`` on the command line,
+``hydra.mode=MULTIRUN`` in a config file or a preset). A requeued job (preemption, time limit)
+runs the same pickled Hydra job again (the base class's ``checkpoint``); ``run.run`` then resumes
+its run dir by itself.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
 import shlex
 from collections.abc import Sequence
@@ -21,7 +22,8 @@ from typing import Any
 
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, filter_overrides
-from hydra_plugins.hydra_submitit_launcher import submitit_launcher as plugin
+from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
+from hydra_plugins.hydra_submitit_launcher.submitit_launcher import BaseSubmititLauncher
 from omegaconf import OmegaConf, open_dict
 
 log = logging.getLogger(__name__)
@@ -32,13 +34,8 @@ _PLAIN = re.compile(r"^[A-Za-z0-9_./@:+-]*$")
 _DROP = ("hydra.sweep.dir=", "hydra.sweep.subdir=", "hydra.mode=", "run.resume=")
 
 
-class _WaitForAll:
-    """Mixin over the plugin's ``BaseSubmititLauncher``: same submission, all jobs awaited."""
-
-    _EXECUTOR: str
-    params: dict[str, Any]
-    config: Any
-    hydra_context: Any
+class WaitForAllLauncher(BaseSubmititLauncher):
+    """The plugin's submission (same executor parameters, one job array); all jobs awaited."""
 
     def _executor(self) -> Any:
         import submitit
@@ -47,7 +44,7 @@ class _WaitForAll:
         if "max_num_timeout" in self.params:
             init[f"{self._EXECUTOR}_max_num_timeout"] = self.params["max_num_timeout"]
         executor = submitit.AutoExecutor(cluster=self._EXECUTOR, **init)
-        base_keys = set(OmegaConf.structured(plugin.BaseQueueConf).keys())
+        base_keys = set(OmegaConf.structured(BaseQueueConf).keys())
         executor.update_parameters(
             **{
                 k if k in base_keys else f"{self._EXECUTOR}_{k}": v
@@ -60,8 +57,11 @@ class _WaitForAll:
     def launch(
         self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int
     ) -> Sequence[JobReturn]:
+        assert self.config is not None and job_overrides
         sweep_dir = Path(str(self.config.hydra.sweep.dir)).absolute()
         sweep_dir.mkdir(parents=True, exist_ok=True)
+        if "mode" in self.config.hydra.sweep:
+            os.chmod(sweep_dir, mode=int(str(self.config.hydra.sweep.mode), 8))
         executor = self._executor()
         log.info(f"Submitit '{self._EXECUTOR}' sweep output dir : {sweep_dir}")
         nums = [initial_job_idx + k for k in range(len(job_overrides))]
@@ -95,6 +95,7 @@ class _WaitForAll:
 
     def _subdir(self, overrides: list[str], num: int) -> str | None:
         """The job's run-dir name inside the sweep dir (``hydra.sweep.subdir`` resolved)."""
+        assert self.hydra_context is not None and self.config is not None
         try:
             cfg = self.hydra_context.config_loader.load_sweep_config(self.config, overrides)
             with open_dict(cfg.hydra.job):
@@ -104,6 +105,7 @@ class _WaitForAll:
             return None
 
     def _failure_report(self, failed: list[dict[str, Any]], total: int, sweep_dir: Path) -> str:
+        assert self.config is not None
         hydra_ov = [
             o
             for o in OmegaConf.to_container(self.config.hydra.overrides.hydra)
@@ -173,17 +175,13 @@ def _error_line(ret: JobReturn, job: Any) -> str:
     return " ".join(text.split())[:300]
 
 
-def install() -> None:
-    """Give the plugin's launchers the wait-for-all ``launch`` (idempotent; launching side only).
+class SlurmSweepLauncher(WaitForAllLauncher):
+    """``hydra/launcher=slurm``: one SLURM array task per sweep job."""
 
-    Hydra's plugin scan re-executes the ``hydra_plugins`` modules (new class objects), so the scan
-    runs first and the classes it registered are the ones patched.
-    """
-    from hydra.core.plugins import Plugins
+    _EXECUTOR = "slurm"
 
-    bases = {plugin.BaseSubmititLauncher}
-    for cls in Plugins.instance().class_name_to_class.values():
-        bases.update(b for b in cls.__mro__ if b.__name__ == "BaseSubmititLauncher")
-    for base in bases:
-        for name in ("launch", "_executor", "_subdir", "_failure_report"):
-            setattr(base, name, _WaitForAll.__dict__[name])
+
+class LocalSweepLauncher(WaitForAllLauncher):
+    """``hydra/launcher=local``: every sweep job in its own subprocess on this machine."""
+
+    _EXECUTOR = "local"

@@ -1,0 +1,105 @@
+"""Config keys as a report sees them: flattened, plumbing ignored, and which differ between runs."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+# run plumbing: never an ablation axis (paths, concurrency, caches, endpoints)
+IGNORED_KEYS = (
+    "run.output_dir",
+    "run.shard",
+    "run.num_shards",
+    "run.workers",
+    "run.cache_dir",
+    "run.cache",
+    "run.progress",
+    "run.resume",
+    "run.dry_run",
+    "run.save_artifacts",
+    "run.episode_timeout_s",
+    "task.data_dir",
+    "task.questions_file",
+    "task.episodes_dir",
+    "task.scenes_dir",
+    "*.api_base",
+    "*.api_key_env",
+    "*.api_key",
+    "*.timeout_s",
+    "*.max_retries",
+    "*.backoff_base_s",
+    "*.backoff_max_s",
+    "*.max_concurrent_calls",
+    "hydra.*",
+)
+# config groups whose choice is shown as one column (``policy=single``) instead of its sub-keys
+GROUPS = ("task", "policy", "llm", "judge", "sim", "experiment")
+
+
+def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested dicts to dotted keys; lists are kept as values (compared as a whole)."""
+    if isinstance(obj, dict) and obj:
+        out: dict[str, Any] = {}
+        for k, v in obj.items():
+            out.update(flatten(v, f"{prefix}{k}."))
+        return out
+    return {prefix.rstrip("."): obj}
+
+
+def is_ignored(key: str) -> bool:
+    return any(fnmatch.fnmatchcase(key, pat) for pat in IGNORED_KEYS)
+
+
+def config_key(config: dict[str, Any]) -> str:
+    """The config without plumbing keys, as one comparable string (shards of one config match)."""
+    flat = {k: v for k, v in flatten(config).items() if not is_ignored(k)}
+    return json.dumps(flat, sort_keys=True, default=str)
+
+
+def cell(v: Any) -> str:
+    """A config value as a table cell."""
+    if isinstance(v, (list, dict)):
+        return json.dumps(v)
+    return "null" if v is None else str(v)
+
+
+def differing_keys(
+    configs: Sequence[dict[str, Any]], choices: Sequence[Mapping[str, str]]
+) -> list[str]:
+    """Config keys (dotted, or a group name for a group choice) that differ between runs.
+
+    A group's choice (``policy``) replaces its sub-keys (``policy.num_frames``) unless a sub-key
+    also varies between runs with the same choice (then it is shown too).
+    """
+    flats = []
+    for config, chosen in zip(configs, choices, strict=True):
+        f = {k: v for k, v in flatten(config).items() if not is_ignored(k)}
+        for g, choice in chosen.items():
+            f[g] = choice
+        flats.append(f)
+    keys: list[str] = []
+    for f in flats:
+        for k in f:
+            if k not in keys:
+                keys.append(k)
+    missing = object()
+
+    def values(k: str) -> list[str]:
+        return [json.dumps(f.get(k, missing), sort_keys=True, default=str) for f in flats]
+
+    diff = [k for k in keys if len(set(values(k))) > 1]
+    groups = [g for g in GROUPS if g in diff]
+    keep = []
+    for k in diff:
+        g = k.split(".", 1)[0]
+        if g in groups and k != g:
+            by_choice: dict[str, set[str]] = {}
+            for f, v in zip(flats, values(k), strict=False):
+                by_choice.setdefault(str(f.get(g)), set()).add(v)
+            if all(len(vs) == 1 for vs in by_choice.values()):
+                continue  # follows from the group choice
+        keep.append(k)
+    # group choices first, in GROUPS order, then the dotted keys in config order
+    return [g for g in GROUPS if g in keep] + [k for k in keep if k not in GROUPS]

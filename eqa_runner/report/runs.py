@@ -1,0 +1,294 @@
+"""The runs a report shows: run dirs found, their summaries and configs loaded, shards merged.
+
+A :class:`Run` is one row: a run directory, or the merged shards of one config (their records
+pooled and re-aggregated with the run's own judge, exactly as the runner aggregates).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from eqa_runner.errors import ReportError
+from eqa_runner.records import EPISODES_FILE, SUMMARY_FILE, final_records, read_records
+from eqa_runner.report.keys import GROUPS, cell, config_key, differing_keys, flatten
+from eqa_runner.types import RECORD_FIELDS, EpisodeRecord
+
+
+@dataclass
+class Run:
+    """One row: a run directory, or the merged shards of one config."""
+
+    path: Path
+    summary: dict[str, Any]
+    config: dict[str, Any]
+    choices: dict[str, str] = field(default_factory=dict)
+    dirs: list[Path] = field(default_factory=list)  # run dirs behind the row (shards)
+    notes: list[str] = field(default_factory=list)
+    label: str = ""
+    short: str = ""  # the differing config values, when several runs are reported
+
+    def records(self) -> list[EpisodeRecord]:
+        """One final record per episode over all the run's dirs (shards)."""
+        return load_records(self.dirs or [self.path])
+
+    def section(self, name: str) -> dict[str, Any]:
+        """A config group's node (``{}`` when the run's config has none)."""
+        node = self.config.get(name)
+        return node if isinstance(node, dict) else {}
+
+
+# ----------------------------------------------------------------------------- records
+
+# The value of a field an older record lacks (docs/records.md: every field is always present).
+_EMPTY: dict[str, Any] = {"metrics": {}, "trace": {}, "timings": {}, "usage": {},
+                          "extra_answers": [], "judge_ok": False}  # fmt: skip
+
+
+def complete(rec: dict[str, Any]) -> EpisodeRecord:
+    """``rec`` with every :class:`EpisodeRecord` field (records written before a field existed).
+
+    eqa_runner.records.read_records is to return complete records itself; until then (and for
+    records from other writers) the report fills the gaps here.
+    """
+    for name in RECORD_FIELDS:
+        if rec.get(name) is None and name in _EMPTY:
+            rec[name] = type(_EMPTY[name])(_EMPTY[name])
+        else:
+            rec.setdefault(name, None)
+    return cast(EpisodeRecord, rec)
+
+
+def load_records(dirs: Iterable[Path]) -> list[EpisodeRecord]:
+    """The final record of each episode (last ok, else last) over ``dirs``, in file order."""
+    recs: list[dict[str, Any]] = []
+    for d in dirs:
+        recs += read_records(Path(d) / EPISODES_FILE)
+    return [complete(r) for r in final_records(recs).values()]
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def is_run_dir(d: Path) -> bool:
+    return (
+        (d / SUMMARY_FILE).is_file()
+        or (d / ".hydra" / "config.yaml").is_file()
+        or (d / EPISODES_FILE).is_file()
+    )
+
+
+def _num_key(p: Path) -> list[Any]:
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", p.name)]
+
+
+def find_run_dirs(paths: list[Path]) -> list[Path]:
+    """Run dirs among ``paths``: a run dir itself, or the run sub-dirs of a sweep (recursive)."""
+    out: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        if not p.is_dir():
+            raise ReportError(f"{p}: not a directory")
+        if is_run_dir(p):
+            out.append(p)
+            continue
+        subs = sorted((s for s in p.iterdir() if s.is_dir() and not s.name.startswith(".")),
+                      key=_num_key)  # fmt: skip
+        found = find_run_dirs(subs) if subs else []
+        if not found:
+            raise ReportError(f"{p}: no run directories (summary.json / .hydra/) found in it")
+        out += found
+    return out
+
+
+def load_config(run_dir: Path, summary: dict[str, Any] | None) -> dict[str, Any]:
+    """The run's composed config: ``.hydra/config.yaml`` (resolved if possible), else summary's."""
+    cfg_file = run_dir / ".hydra" / "config.yaml"
+    if cfg_file.is_file():
+        from omegaconf import OmegaConf
+
+        from eqa_runner.run.configstore import register_configs
+
+        register_configs()
+        cfg = OmegaConf.load(cfg_file)
+        try:
+            return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+        except Exception:
+            return OmegaConf.to_container(cfg, resolve=False)  # type: ignore[return-value]
+    if summary and isinstance(summary.get("config"), dict):
+        return summary["config"]
+    return {}
+
+
+def load_choices(run_dir: Path, config: dict[str, Any]) -> dict[str, str]:
+    """Group choices (``policy: single``) from ``.hydra/hydra.yaml``, else ``<group>.name``."""
+    hy = run_dir / ".hydra" / "hydra.yaml"
+    if hy.is_file():
+        from omegaconf import OmegaConf
+
+        choices = OmegaConf.load(hy).hydra.runtime.get("choices") or {}
+        return {str(k): str(v) for k, v in choices.items() if str(k) in GROUPS}
+    out = {}
+    for g in GROUPS:
+        node = config.get(g)
+        if isinstance(node, dict) and node.get("name"):
+            out[g] = str(node["name"])
+    return out
+
+
+def shard_of(run: Run) -> str | None:
+    s = run.summary.get("shard") or run.section("run").get("shard")
+    return str(s) if s else None
+
+
+def load_run(run_dir: Path) -> Run:
+    run_dir = Path(run_dir)
+    summary: dict[str, Any] | None = None
+    notes = []
+    if (run_dir / SUMMARY_FILE).is_file():
+        summary = json.loads((run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
+    config = load_config(run_dir, summary)
+    run = Run(run_dir, summary or {}, config, load_choices(run_dir, config), [run_dir], notes)
+    if summary is None:
+        notes.append("incomplete: no summary.json (killed or still running)")
+        run.summary = reaggregate(run, [run_dir])
+    elif (summary.get("counts") or {}).get("missing"):
+        notes.append(f"incomplete: {summary['counts']['missing']} episodes without a record")
+    return run
+
+
+def _judge(config: dict[str, Any]) -> Any:
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    node = config.get("judge")
+    if not isinstance(node, dict) or "_target_" not in node:
+        raise ReportError("the run's config has no judge._target_; cannot re-aggregate")
+    return instantiate(OmegaConf.create(node))
+
+
+def reaggregate(run: Run, dirs: list[Path]) -> dict[str, Any]:
+    """A summary-like dict re-computed from the records of ``dirs`` with the run's judge."""
+    from eqa_runner.run.summary import usage_totals
+
+    final = load_records(dirs)
+    rcfg = run.section("run")
+    agg = _judge(run.config).aggregate(
+        final,
+        bootstrap_samples=int(rcfg.get("bootstrap_samples", 1000)),
+        seed=int(rcfg.get("seed", 0)),
+    )
+    ok = [r for r in final if r["status"] == "ok"]
+    base = dict(run.summary)
+    base.update(agg)
+    selected = None
+    sums = [
+        json.loads((d / SUMMARY_FILE).read_text()) for d in dirs if (d / SUMMARY_FILE).is_file()
+    ]
+    if len(sums) == len(dirs):
+        selected = sum(int(s["counts"]["selected"]) for s in sums)
+    base["counts"] = {
+        "selected": selected,
+        "recorded": len(final),
+        "missing": None if selected is None else selected - len(final),
+        "ok": len(ok),
+        "error": sum(1 for r in final if r["status"] == "error"),
+        "judge_unparsable": sum(1 for r in ok if not r["judge_ok"]),
+        "scored": sum(1 for r in ok if r["judge_ok"]),
+    }
+    base["usage"] = usage_totals(final)
+    base.setdefault("task", {"name": run.section("task").get("name")})
+    base.setdefault("policy", run.section("policy").get("name"))
+    models = {"policy": run.section("llm").get("model"), "judge": run.section("judge").get("model")}
+    base.setdefault("models", models)
+    return base
+
+
+# ----------------------------------------------------------------------------- shards
+
+
+def merge_shards(runs: list[Run]) -> list[Run]:
+    """Shards of the same config (only ``run.shard`` differs) become one re-aggregated row."""
+    out: list[Run] = []
+    groups: dict[str, list[Run]] = {}
+    for r in runs:
+        if shard_of(r) is None:
+            out.append(r)
+            continue
+        key = config_key(r.config)
+        if key not in groups:
+            groups[key] = []
+            out.append(r)  # placeholder at the position of the first shard
+        groups[key].append(r)
+    by_first = {id(g[0]): g for g in groups.values()}
+    merged = []
+    for r in out:
+        g = by_first.get(id(r))
+        merged.append(r if g is None else _merge(g))
+    return merged
+
+
+def _merge(shards: list[Run]) -> Run:
+    parsed = []
+    for s in shards:
+        i, _, n = str(shard_of(s)).partition("/")
+        parsed.append((int(i), int(n), s))
+    parsed.sort(key=lambda t: t[0])
+    n = max(t[1] for t in parsed)
+    first = parsed[0][2]
+    dirs = [t[2].path for t in parsed]
+    notes = []
+    present = sorted({t[0] for t in parsed})
+    if len(present) < n:
+        missing = [str(i) for i in range(n) if i not in present]
+        notes.append(f"{len(present)} of {n} shards present (missing shard {', '.join(missing)})")
+    else:
+        notes.append(f"{n} shards merged")
+    for i, _, s in parsed:
+        for note in s.notes:
+            notes.append(f"shard {i}/{n} {note}")
+    run = Run(first.path, dict(first.summary), first.config, first.choices, dirs, notes)
+    run.summary = reaggregate(run, dirs)
+    run.summary["shard"] = f"merged {len(present)}/{n}"
+    return run
+
+
+def runs_differing_keys(runs: list[Run]) -> list[str]:
+    return differing_keys([r.config for r in runs], [r.choices for r in runs])
+
+
+def load_runs(paths: list[Path]) -> list[Run]:
+    """The rows for ``paths`` (run and sweep dirs), labelled relative to their common parent."""
+    runs = merge_shards([load_run(d) for d in find_run_dirs(paths)])
+    common = common_parent([r.path for r in runs])
+    for r in runs:
+        try:
+            r.label = (
+                str(r.path.relative_to(common)) if common and r.path != common else r.path.name
+            )
+        except ValueError:
+            r.label = str(r.path)
+        if len(r.dirs) > 1:
+            r.label += f" (+{len(r.dirs) - 1} shards)"
+    if len(runs) > 1:
+        keys = runs_differing_keys(runs)
+        for r in runs:
+            flat = dict(flatten(r.config), **r.choices)
+            r.short = ", ".join(f"{k}={cell(flat.get(k))}" for k in keys)
+    return runs
+
+
+def common_parent(paths: list[Path]) -> Path | None:
+    if len(paths) < 2:
+        return paths[0].parent if paths else None
+    parts = [p.resolve().parts for p in paths]
+    common = []
+    for xs in zip(*parts, strict=False):
+        if len(set(xs)) != 1:
+            break
+        common.append(xs[0])
+    return Path(*common) if common else None
