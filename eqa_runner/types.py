@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,26 @@ class ErrorInfo(TypedDict):
     where: str | None
 
 
+class UsageInfo(TypedDict):
+    """Model use of one episode (or of a whole run): calls, tokens, cost, retries, failures."""
+
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None  # None when a model has no known price
+    cost_unknown_calls: int
+    cached_calls: int
+    retries: int
+    failed_calls: int  # calls that failed for good (their requests = retries + 1)
+
+
 class EpisodeRecord(TypedDict):
-    """One line of ``episodes.jsonl`` (docs/records.md). Every field is always present."""
+    """One line of ``episodes.jsonl`` (docs/records.md).
+
+    Every field is always present in what :func:`eqa_runner.records.read_records` returns
+    (fields missing in lines written by older versions are filled with the documented defaults);
+    ``rejudged_from`` only in the records of ``episodes.rejudged-<model>.jsonl``.
+    """
 
     episode_id: str
     status: Literal["ok", "error"]
@@ -64,7 +82,5 @@ class EpisodeRecord(TypedDict):
     trace: dict[str, Any]
     error: ErrorInfo | None
     timings: dict[str, float]
-    usage: dict[str, Any]
-
-
-RECORD_FIELDS: tuple[str, ...] = tuple(EpisodeRecord.__annotations__)
+    usage: UsageInfo
+    rejudged_from: NotRequired[dict[str, Any]]  # rejudge: the original judge_raw and metrics

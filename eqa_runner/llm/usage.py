@@ -7,7 +7,9 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
+
+from eqa_runner.types import UsageInfo
 
 
 @dataclass
@@ -27,16 +29,7 @@ class Completion:
     params: dict[str, Any] = field(default_factory=dict)
 
 
-USAGE_KEYS = (
-    "calls",
-    "prompt_tokens",
-    "completion_tokens",
-    "cost_usd",
-    "cost_unknown_calls",
-    "cached_calls",
-    "retries",
-    "failed_calls",
-)
+USAGE_KEYS: tuple[str, ...] = tuple(UsageInfo.__annotations__)
 
 
 @dataclass
@@ -73,8 +66,8 @@ class Usage:
             self.failed_calls += failed
             self.retries += retries
 
-    def as_dict(self) -> dict[str, Any]:
-        d = {k: getattr(self, k) for k in USAGE_KEYS}
+    def as_dict(self) -> UsageInfo:
+        d = cast(UsageInfo, {k: getattr(self, k) for k in USAGE_KEYS})
         if self.cost_unknown_calls and self.cost_usd == 0.0:
             d["cost_usd"] = None  # unknown, not free
         return d
