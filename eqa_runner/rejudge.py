@@ -23,7 +23,7 @@ from eqa_runner.run.build import build, llm_clients
 from eqa_runner.run.episode import error_info
 from eqa_runner.run.summary import SummaryInputs, write_summary
 from eqa_runner.scoring.base import Judge
-from eqa_runner.types import Episode, EpisodeRecord, Prediction
+from eqa_runner.types import Episode, EpisodeRecord, Prediction, RejudgedRecord
 
 
 def load_run_config(run_dir: Path, overrides: list[str]) -> DictConfig:
@@ -79,7 +79,7 @@ def rejudge(run_dir: Path, overrides: list[str], *, tag: str | None = None) -> d
     workers = max(1, int(cfg.run.workers))
 
     async def one(rec: EpisodeRecord, sem: asyncio.Semaphore, w: RecordWriter) -> None:
-        new: EpisodeRecord = {
+        new: RejudgedRecord = {
             **rec,
             "rejudged_from": {"judge_raw": rec["judge_raw"], "metrics": rec["metrics"]},
         }

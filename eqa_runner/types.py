@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, TypedDict
 
 
 @dataclass(frozen=True)
@@ -63,8 +63,7 @@ class EpisodeRecord(TypedDict):
     """One line of ``episodes.jsonl`` (docs/records.md).
 
     Every field is always present in what :func:`eqa_runner.records.read_records` returns
-    (fields missing in lines written by older versions are filled with the documented defaults);
-    ``rejudged_from`` only in the records of ``episodes.rejudged-<model>.jsonl``.
+    (fields missing in lines written by older versions are filled with the documented defaults).
     """
 
     episode_id: str
@@ -83,4 +82,9 @@ class EpisodeRecord(TypedDict):
     error: ErrorInfo | None
     timings: dict[str, float]
     usage: UsageInfo
-    rejudged_from: NotRequired[dict[str, Any]]  # rejudge: the original judge_raw and metrics
+
+
+class RejudgedRecord(EpisodeRecord, total=False):
+    """A line of ``episodes.rejudged-<model>.jsonl``: the record re-scored by another judge."""
+
+    rejudged_from: dict[str, Any]  # the original judge_raw and metrics
