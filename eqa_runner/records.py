@@ -1,4 +1,10 @@
-"""Per-episode JSONL records (append-only, one flush per line), the resume index and run locks."""
+"""Per-episode JSONL records (append-only, one flush per line), the resume index and run locks.
+
+Reading is versioned by content: :func:`read_records` returns complete
+:class:`~eqa_runner.types.EpisodeRecord` s, filling the fields that lines written by older
+versions lack with the defaults in :data:`RECORD_DEFAULTS` (docs/records.md), so no reader
+needs ``r.get(x) or {}`` guards.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +12,53 @@ import json
 import logging
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from eqa_runner.errors import RunDirError
+from eqa_runner.types import EpisodeRecord, UsageInfo
 
 log = logging.getLogger(__name__)
 
 EPISODES_FILE = "episodes.jsonl"
 SUMMARY_FILE = "summary.json"
 LOCK_FILE = ".eqa_runner.lock"
+
+
+# What a field of an older line holds when it is missing (or null where a container belongs).
+RECORD_DEFAULTS: dict[str, Callable[[], Any]] = {
+    "status": lambda: "error",
+    "question": str,
+    "answer": str,
+    "category": str,
+    "subset": lambda: None,
+    "extra_answers": list,
+    "scene": str,
+    "prediction": lambda: None,
+    "judge_raw": lambda: None,
+    "judge_ok": lambda: False,
+    "metrics": dict,
+    "trace": dict,
+    "error": lambda: None,
+    "timings": dict,
+    "usage": dict,  # then every usage key is filled below
+}
+USAGE_DEFAULTS: dict[str, Any] = {
+    k: 0.0 if k == "cost_usd" else 0 for k in UsageInfo.__annotations__
+}
+_CONTAINERS = ("extra_answers", "metrics", "trace", "timings", "usage")
+
+
+def complete_record(raw: dict[str, Any]) -> EpisodeRecord:
+    """A full :class:`EpisodeRecord` from one parsed line (older lines lack some fields)."""
+    rec: dict[str, Any] = dict(raw)
+    rec["episode_id"] = str(rec["episode_id"])
+    for key, default in RECORD_DEFAULTS.items():
+        if key not in rec or (rec[key] is None and key in _CONTAINERS):
+            rec[key] = default()
+    rec["usage"] = {**USAGE_DEFAULTS, **rec["usage"]}
+    return cast(EpisodeRecord, rec)
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -49,7 +91,7 @@ class RecordWriter:
         self.dropped_torn = repair_torn_tail(self.path)
         self._fh = self.path.open("a", encoding="utf-8")
 
-    def write(self, record: dict[str, Any]) -> None:
+    def write(self, record: EpisodeRecord | dict[str, Any]) -> None:
         line = json.dumps(to_jsonable(record), ensure_ascii=False, allow_nan=False)
         self._fh.write(line + "\n")
         self._fh.flush()
@@ -97,12 +139,13 @@ def repair_torn_tail(path: Path) -> bool:
     return True
 
 
-def read_records(path: Path) -> list[dict[str, Any]]:
-    """All parseable records; a torn final line is dropped with a warning."""
+def read_records(path: Path) -> list[EpisodeRecord]:
+    """All parseable records, completed (:func:`complete_record`); a torn final line is dropped
+    with a warning (the next writer moves it to ``<file>.torn``)."""
     path = Path(path)
     if not path.exists():
         return []
-    records: list[dict[str, Any]] = []
+    records: list[EpisodeRecord] = []
     lines = path.read_bytes().split(b"\n")
     for i, raw in enumerate(lines):
         if not raw.strip():
@@ -117,17 +160,17 @@ def read_records(path: Path) -> list[dict[str, Any]]:
                 log.error("%s: line %d is not JSON; skipped", path, i + 1)
             continue
         if isinstance(rec, dict) and "episode_id" in rec:
-            records.append(rec)
+            records.append(complete_record(rec))
     return records
 
 
-def final_records(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def final_records(records: Iterable[EpisodeRecord]) -> dict[str, EpisodeRecord]:
     """One record per episode: the last ok record if any, else the last record."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, EpisodeRecord] = {}
     for rec in records:
         eid = str(rec["episode_id"])
         prev = out.get(eid)
-        if prev is None or rec.get("status") == "ok" or prev.get("status") != "ok":
+        if prev is None or rec["status"] == "ok" or prev["status"] != "ok":
             out[eid] = rec
     return out
 

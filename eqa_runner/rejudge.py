@@ -19,9 +19,11 @@ from omegaconf import DictConfig, OmegaConf
 from eqa_runner.errors import ConfigError
 from eqa_runner.llm import track_usage
 from eqa_runner.records import EPISODES_FILE, RecordWriter, final_records, read_records
-from eqa_runner.run.loop import build, llm_clients, write_summary
+from eqa_runner.run.build import build, llm_clients
+from eqa_runner.run.episode import error_info
+from eqa_runner.run.summary import SummaryInputs, write_summary
 from eqa_runner.scoring.base import Judge
-from eqa_runner.types import Episode, Prediction
+from eqa_runner.types import Episode, EpisodeRecord, Prediction, RejudgedRecord
 
 
 def load_run_config(run_dir: Path, overrides: list[str]) -> DictConfig:
@@ -38,24 +40,24 @@ def load_run_config(run_dir: Path, overrides: list[str]) -> DictConfig:
     return cfg
 
 
-def episode_from_record(rec: dict[str, Any]) -> Episode:
+def episode_from_record(rec: EpisodeRecord) -> Episode:
     return Episode(
-        episode_id=str(rec["episode_id"]),
-        question=rec.get("question") or "",
-        answer=rec.get("answer") or "",
-        category=rec.get("category") or "",
-        extra_answers=list(rec.get("extra_answers") or []),
-        scene=rec.get("scene") or "",
-        meta={"subset": rec.get("subset")},
+        episode_id=rec["episode_id"],
+        question=rec["question"],
+        answer=rec["answer"],
+        category=rec["category"],
+        extra_answers=list(rec["extra_answers"]),
+        scene=rec["scene"],
+        meta={"subset": rec["subset"]},
     )
 
 
-def prediction_from_record(rec: dict[str, Any], run_dir: Path) -> Prediction:
-    trace = rec.get("trace") or {}
+def prediction_from_record(rec: EpisodeRecord, run_dir: Path) -> Prediction:
+    trace = rec["trace"]
     images = [
         (run_dir / p).read_bytes() for p in trace.get("judge_images", []) if (run_dir / p).is_file()
     ]
-    return Prediction(answer=rec.get("prediction"), images_for_judge=images, trace=trace)
+    return Prediction(answer=rec["prediction"], images_for_judge=images, trace=trace)
 
 
 def tag_for(model: str) -> str:
@@ -76,10 +78,10 @@ def rejudge(run_dir: Path, overrides: list[str], *, tag: str | None = None) -> d
     _, judge_llm = llm_clients(cfg, judge, {n: str(p["sha256"]) for n, p in prompts.items()})
     workers = max(1, int(cfg.run.workers))
 
-    async def one(rec: dict[str, Any], sem: asyncio.Semaphore, w: RecordWriter) -> None:
-        new = {
+    async def one(rec: EpisodeRecord, sem: asyncio.Semaphore, w: RecordWriter) -> None:
+        new: RejudgedRecord = {
             **rec,
-            "rejudged_from": {"judge_raw": rec.get("judge_raw"), "metrics": rec.get("metrics")},
+            "rejudged_from": {"judge_raw": rec["judge_raw"], "metrics": rec["metrics"]},
         }
         if rec["status"] == "ok":
             async with sem:
@@ -97,11 +99,7 @@ def rejudge(run_dir: Path, overrides: list[str], *, tag: str | None = None) -> d
                             status="error",
                             judge_ok=False,
                             metrics={},
-                            error={
-                                "type": type(exc).__name__,
-                                "message": str(exc)[:2000],
-                                "stage": "judge",
-                            },
+                            error=error_info(exc, "judge"),
                         )
             new["usage"] = usage.as_dict()
         w.write(new)
@@ -112,15 +110,17 @@ def rejudge(run_dir: Path, overrides: list[str], *, tag: str | None = None) -> d
 
     with RecordWriter(run_dir / out_name) as w:
         asyncio.run(main(w))
-    episodes = [episode_from_record(r) for r in src.values()]
+    inputs = SummaryInputs(
+        cfg=cfg,
+        task_info={"name": cfg.task.get("name"), "rejudged": True},  # subsets: from the records
+        policy_name=str(cfg.policy.get("name")),
+        judge=judge,
+        episode_ids=list(src),
+        out_dir=run_dir,
+        prompts=prompts,
+    )
     return write_summary(
-        cfg,
-        {"name": cfg.task.get("name"), "rejudged": True},  # subsets come from the records
-        str(cfg.policy.get("name")),
-        judge,
-        episodes,
-        run_dir,
-        prompts,  # type: ignore[arg-type]
+        inputs,
         jsonl_name=out_name,
         summary_name=f"summary.rejudged-{tag}.json",
         extra={"rejudged_from": EPISODES_FILE},

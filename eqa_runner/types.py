@@ -46,8 +46,25 @@ class ErrorInfo(TypedDict):
     where: str | None
 
 
+class UsageInfo(TypedDict):
+    """Model use of one episode (or of a whole run): calls, tokens, cost, retries, failures."""
+
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None  # None when a model has no known price
+    cost_unknown_calls: int
+    cached_calls: int
+    retries: int
+    failed_calls: int  # calls that failed for good (their requests = retries + 1)
+
+
 class EpisodeRecord(TypedDict):
-    """One line of ``episodes.jsonl`` (docs/records.md). Every field is always present."""
+    """One line of ``episodes.jsonl`` (docs/records.md).
+
+    Every field is always present in what :func:`eqa_runner.records.read_records` returns
+    (fields missing in lines written by older versions are filled with the documented defaults).
+    """
 
     episode_id: str
     status: Literal["ok", "error"]
@@ -64,7 +81,10 @@ class EpisodeRecord(TypedDict):
     trace: dict[str, Any]
     error: ErrorInfo | None
     timings: dict[str, float]
-    usage: dict[str, Any]
+    usage: UsageInfo
 
 
-RECORD_FIELDS: tuple[str, ...] = tuple(EpisodeRecord.__annotations__)
+class RejudgedRecord(EpisodeRecord, total=False):
+    """A line of ``episodes.rejudged-<model>.jsonl``: the record re-scored by another judge."""
+
+    rejudged_from: dict[str, Any]  # the original judge_raw and metrics

@@ -1,14 +1,14 @@
 """The one place that talks to models: litellm calls with retries, a disk cache and accounting.
 
 litellm is imported lazily (it takes seconds) and with its local cost map, so nothing here touches
-the network until a real call is made. ``model: offline`` never touches it at all.
+the network until a real call is made. ``model: offline`` never touches it at all. Transport:
+``thread`` runs litellm's sync client in a bounded thread pool driven from the event loop,
+``async`` awaits ``litellm.acompletion``; both share one per-loop cap on concurrent calls.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import contextvars
 import functools
 import hashlib
 import json
@@ -17,21 +17,21 @@ import os
 import random
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import asdict
 from typing import Any
 
 from eqa_runner.errors import ConfigSecretError
+from eqa_runner.llm.cache import CACHE_FORMAT_VERSION, DiskCache
 from eqa_runner.llm.config import LLMConfig
+from eqa_runner.llm.errors import EmptyReplyError, LLMError, is_retryable, retry_after_s, short
+from eqa_runner.llm.loader import load_litellm
+from eqa_runner.llm.messages import Message, message_images, message_text, wire_messages
+from eqa_runner.llm.offline import DEFAULT_OFFLINE_REPLY, is_offline, offline_completion
+from eqa_runner.llm.usage import Completion, account, account_failure
 
 log = logging.getLogger(__name__)
-
-CACHE_FORMAT_VERSION = 1
-OFFLINE_MODEL = "offline"
-OFFLINE_TAG = "[offline placeholder]"
 
 # Per-provider request limits checked before sending: (max images, max bytes per image).
 PROVIDER_IMAGE_LIMITS: dict[str, tuple[int, int]] = {
@@ -42,249 +42,6 @@ PROVIDER_IMAGE_LIMITS: dict[str, tuple[int, int]] = {
     "gemini": (3000, 7 * 1024 * 1024),
     "vertex_ai": (3000, 7 * 1024 * 1024),
 }
-
-
-class LLMError(RuntimeError):
-    """A model call failed for good (after retries), or was refused before sending."""
-
-
-class EmptyReplyError(LLMError):
-    """The model returned no text even with a larger token budget."""
-
-
-SECRET_CONFIG_KEY = "api_key"  # config keys with this last component must never hold a value
-
-
-def secret_overrides(argv: Sequence[str]) -> str | None:
-    """Refusal message when a command-line override puts a key in a config value, else None.
-
-    Run before Hydra composes anything: Hydra writes the overrides into ``.hydra/`` before the
-    app starts, so a key must be refused before it can reach the run directory.
-    """
-    for arg in argv:
-        if arg.startswith("-") or "=" not in arg:
-            continue
-        key, value = arg.split("=", 1)
-        key = key.lstrip("~+")
-        if key.split("@")[0].rsplit(".", 1)[-1] != SECRET_CONFIG_KEY:
-            continue
-        if value.strip().lower() in ("", "null", "none", "~"):
-            continue
-        where = key.rsplit(".", 1)[0] if "." in key else "llm"
-        return (
-            f"{key}=…: an API key was given as a config value; it was not used and nothing was "
-            f"written. Keys are never put in configs: export the key in an environment variable "
-            f"and set {where}.api_key_env=<VARIABLE_NAME>, e.g. {where}.api_key_env=MY_KEY."
-        )
-    return None
-
-
-def redact_saved_configs(hydra_dir: Path) -> None:
-    """Blank ``api_key`` values in the ``.hydra/*.yaml`` files Hydra already wrote."""
-    import re
-
-    pattern = re.compile(rf"^(\s*(?:-\s*)?\S*{SECRET_CONFIG_KEY}\s*[:=]\s*)(?!null\s*$)\S.*$", re.M)
-    for f in Path(hydra_dir).glob("*.yaml"):
-        text = f.read_text(encoding="utf-8")
-        new = pattern.sub(lambda m: m.group(1) + "'<refused>'", text)
-        if new != text:
-            f.write_text(new, encoding="utf-8")
-
-
-@dataclass(frozen=True)
-class ImagePart:
-    """An encoded image (PNG or JPEG bytes) inside a message."""
-
-    data: bytes
-    mime: str = "image/png"
-
-    @property
-    def sha256(self) -> str:
-        return hashlib.sha256(self.data).hexdigest()
-
-    def data_url(self) -> str:
-        return f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}"
-
-
-Message = dict[str, Any]  # {"role": ..., "content": str | list[str | ImagePart]}
-
-
-def system(text: str) -> Message:
-    return {"role": "system", "content": text}
-
-
-def user(*parts: str | ImagePart) -> Message:
-    return {"role": "user", "content": list(parts)}
-
-
-def message_images(messages: Sequence[Message]) -> list[ImagePart]:
-    return [
-        p
-        for m in messages
-        if isinstance(m["content"], list)
-        for p in m["content"]
-        if isinstance(p, ImagePart)
-    ]
-
-
-def message_text(messages: Sequence[Message]) -> str:
-    out = []
-    for m in messages:
-        parts = m["content"] if isinstance(m["content"], list) else [m["content"]]
-        out.extend(p for p in parts if isinstance(p, str))
-    return "\n".join(out)
-
-
-def _wire_messages(messages: Sequence[Message], *, keyed: bool) -> list[dict[str, Any]]:
-    """OpenAI wire format; with ``keyed`` images are replaced by their content hash."""
-    wire = []
-    for m in messages:
-        content = m["content"]
-        if isinstance(content, str):
-            wire.append({"role": m["role"], "content": content})
-            continue
-        parts: list[dict[str, Any]] = []
-        for p in content:
-            if isinstance(p, ImagePart):
-                url = f"sha256:{p.sha256}:{p.mime}" if keyed else p.data_url()
-                parts.append({"type": "image_url", "image_url": {"url": url}})
-            else:
-                parts.append({"type": "text", "text": p})
-        wire.append({"role": m["role"], "content": parts})
-    return wire
-
-
-@dataclass
-class Completion:
-    """One model reply plus what it cost."""
-
-    text: str
-    model: str
-    finish_reason: str | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float | None = None
-    cached: bool = False
-    retries: int = 0
-    latency_s: float = 0.0
-    payload_bytes: int = 0
-    params: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class Usage:
-    """Token / cost / retry totals of the calls made inside one :func:`track_usage` scope."""
-
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float | None = 0.0
-    cost_unknown_calls: int = 0
-    cached_calls: int = 0
-    retries: int = 0
-    failed_calls: int = 0  # calls that failed for good; their retries are counted in ``retries``
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-
-    def add(self, c: Completion) -> None:
-        with self._lock:
-            self.calls += 1
-            self.retries += c.retries
-            if c.cached:
-                self.cached_calls += 1
-                return
-            self.prompt_tokens += c.prompt_tokens
-            self.completion_tokens += c.completion_tokens
-            if c.cost_usd is None:
-                self.cost_unknown_calls += 1
-            elif self.cost_usd is not None:
-                self.cost_usd += c.cost_usd
-
-    def add_failure(self, retries: int, failed: int = 1) -> None:
-        """Count a call that failed for good (or was cancelled) after ``retries`` retries."""
-        with self._lock:
-            self.failed_calls += failed
-            self.retries += retries
-
-    def as_dict(self) -> dict[str, Any]:
-        d = {
-            k: getattr(self, k)
-            for k in (
-                "calls",
-                "prompt_tokens",
-                "completion_tokens",
-                "cost_usd",
-                "cost_unknown_calls",
-                "cached_calls",
-                "retries",
-                "failed_calls",
-            )
-        }
-        if self.cost_unknown_calls and self.cost_usd == 0.0:
-            d["cost_usd"] = None  # unknown, not free
-        return d
-
-
-_USAGE: contextvars.ContextVar[Usage | None] = contextvars.ContextVar("eqa_usage", default=None)
-
-
-@contextmanager
-def track_usage() -> Iterator[Usage]:
-    """Collect the usage of every call made in this context (an asyncio task or a thread)."""
-    usage = Usage()
-    token = _USAGE.set(usage)
-    try:
-        yield usage
-    finally:
-        _USAGE.reset(token)
-
-
-class DiskCache:
-    """Completions on disk, one JSON file per request key (atomic writes; safe across processes)."""
-
-    def __init__(self, root: Path | str) -> None:
-        self.root = Path(root) / f"llm-v{CACHE_FORMAT_VERSION}"
-
-    def _path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.json"
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        try:
-            return json.loads(self._path(key).read_text(encoding="utf-8"))
-        except (FileNotFoundError, json.JSONDecodeError):
-            return None
-
-    def put(self, key: str, value: dict[str, Any]) -> None:
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-        tmp.write_text(json.dumps(value), encoding="utf-8")
-        os.replace(tmp, path)
-
-
-_litellm_mod: Any = None
-_litellm_lock = threading.Lock()
-
-
-def load_litellm() -> Any:
-    """Import litellm once, quietly, with the bundled cost map (no network at import)."""
-    global _litellm_mod
-    with _litellm_lock:
-        if _litellm_mod is None:
-            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            os.environ.setdefault("LITELLM_LOG", "ERROR")
-            import litellm
-
-            litellm.suppress_debug_info = True
-            litellm.telemetry = False
-            litellm.turn_off_message_logging = True
-            litellm.callbacks = []
-            litellm.success_callback = []
-            litellm.failure_callback = []
-            litellm.disable_end_user_cost_tracking = True
-            logging.getLogger("LiteLLM").setLevel(logging.ERROR)
-            _litellm_mod = litellm
-    return _litellm_mod
-
 
 _LIMITERS: dict[int, asyncio.Semaphore] = {}
 
@@ -299,12 +56,13 @@ def _limiter(n: int) -> asyncio.Semaphore:
 
 
 _CALL_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
 
 
 def _call_pool(size: int) -> ThreadPoolExecutor:
     """Threads for ``transport: thread`` (process-wide; calls are capped by the limiter)."""
     global _CALL_POOL
-    with _litellm_lock:
+    with _POOL_LOCK:
         if _CALL_POOL is None:
             _CALL_POOL = ThreadPoolExecutor(max(1, size), thread_name_prefix="llm-call")
     return _CALL_POOL
@@ -312,51 +70,6 @@ def _call_pool(size: int) -> ThreadPoolExecutor:
 
 def provider_of(model: str) -> str:
     return model.split("/", 1)[0] if "/" in model else "openai"
-
-
-def _retry_after_s(exc: BaseException) -> float | None:
-    headers = getattr(exc, "litellm_response_headers", None)
-    resp = getattr(exc, "response", None)
-    if headers is None and resp is not None:
-        headers = getattr(resp, "headers", None)
-    if not headers:
-        return None
-    try:
-        value = headers.get("retry-after") or headers.get("Retry-After")
-        return float(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
-
-
-def _is_retryable(exc: BaseException) -> bool:
-    litellm = load_litellm()
-    if isinstance(exc, (asyncio.TimeoutError, TimeoutError, ConnectionError, json.JSONDecodeError)):
-        return True
-    retryable = (
-        litellm.RateLimitError,
-        litellm.Timeout,
-        litellm.APIConnectionError,
-        litellm.InternalServerError,
-        litellm.ServiceUnavailableError,
-    )
-    if "credential" in str(exc).lower() or "api key" in str(exc).lower():
-        return False
-    if isinstance(exc, retryable):
-        return True
-    if isinstance(
-        exc,
-        (
-            litellm.AuthenticationError,
-            litellm.BadRequestError,
-            litellm.NotFoundError,
-            litellm.PermissionDeniedError,
-        ),
-    ):
-        return False
-    status = getattr(exc, "status_code", None)
-    if isinstance(status, int):
-        return status == 429 or status >= 500
-    return isinstance(exc, litellm.APIError)
 
 
 class LLMClient:
@@ -395,7 +108,7 @@ class LLMClient:
 
     @property
     def offline(self) -> bool:
-        return self.cfg.model == OFFLINE_MODEL
+        return is_offline(self.cfg.model)
 
     def unknown_model(self) -> str | None:
         """Why litellm cannot route this model string (None when it can)."""
@@ -405,7 +118,7 @@ class LLMClient:
             load_litellm().get_llm_provider(self.cfg.model, api_base=self.cfg.api_base)
         except Exception as e:  # noqa: BLE001 - litellm raises BadRequestError here
             return (
-                f"litellm cannot route this model ({_short(e, 160)}); use a provider-"
+                f"litellm cannot route this model ({short(e, 160)}); use a provider-"
                 "prefixed litellm model string, e.g. openai/gpt-4o-2024-08-06"
             )
         return None
@@ -476,7 +189,7 @@ class LLMClient:
             "v": CACHE_FORMAT_VERSION,
             "model": self.cfg.model,
             "api_base": self.cfg.api_base,
-            "messages": _wire_messages(messages, keyed=True),
+            "messages": wire_messages(messages, keyed=True),
             "params": params,
             "salt": self.cache_salt,
         }
@@ -502,26 +215,20 @@ class LLMClient:
         return sum(len(i.data) * 4 // 3 for i in images) + len(message_text(messages))
 
     async def acomplete(
-        self, messages: Sequence[Message], *, offline_reply: str = f"{OFFLINE_TAG} unknown"
+        self, messages: Sequence[Message], *, offline_reply: str = DEFAULT_OFFLINE_REPLY
     ) -> Completion:
         """One chat completion: cache → (retrying) call → accounting. Raises :class:`LLMError`."""
         params = self.params()
         if self.offline:
-            c = Completion(
-                text=offline_reply,
-                model=OFFLINE_MODEL,
-                finish_reason="stop",
-                cost_usd=0.0,
-                params=params,
-            )
-            self._account(c)
+            c = offline_completion(offline_reply, params)
+            account(c)
             return c
         payload = self.check_images(messages)
         sent = self.sent_params(params)
         key = self.cache_key(messages, sent) if self.cache else None
         if key and (hit := self.cache.get(key)) is not None:
             c = Completion(**{**hit, "cached": True, "retries": 0, "latency_s": 0.0})
-            self._account(c)
+            account(c)
             return c
         c = await self._call_with_retries(messages, params, payload)
         if not c.text.strip():
@@ -538,11 +245,11 @@ class LLMClient:
                     messages, self.params(max_tokens=bigger), payload
                 )
             except (LLMError, asyncio.CancelledError):
-                self._add_failure(c.retries + 1, failed=0)  # the empty first call's requests
+                account_failure(c.retries + 1, failed=0)  # the empty first call's requests
                 raise
             c2.retries += c.retries + 1
             if not c2.text.strip():
-                self._add_failure(c2.retries)  # a failed call: its requests are its retries + 1
+                account_failure(c2.retries)  # a failed call: its requests are its retries + 1
                 raise EmptyReplyError(
                     f"{self.cfg.model} ({self.role}) returned an empty reply twice "
                     f"(finish_reason={c2.finish_reason!r}, max_tokens={params.get('max_tokens')}"
@@ -556,18 +263,8 @@ class LLMClient:
                 key,
                 {k: v for k, v in asdict(c).items() if k not in ("cached", "retries", "latency_s")},
             )
-        self._account(c)
+        account(c)
         return c
-
-    def _account(self, c: Completion) -> None:
-        usage = _USAGE.get()
-        if usage is not None:
-            usage.add(c)
-
-    def _add_failure(self, retries: int, failed: int = 1) -> None:
-        usage = _USAGE.get()
-        if usage is not None:
-            usage.add_failure(retries, failed)
 
     async def _call_with_retries(
         self, messages: Sequence[Message], params: dict[str, Any], payload: int
@@ -575,7 +272,7 @@ class LLMClient:
         litellm = load_litellm()
         kwargs: dict[str, Any] = {
             "model": self.cfg.model,
-            "messages": _wire_messages(messages, keyed=False),
+            "messages": wire_messages(messages, keyed=False),
             "timeout": self.cfg.timeout_s,
             "num_retries": 0,
             "drop_params": self.cfg.drop_params,
@@ -609,16 +306,16 @@ class LLMClient:
                     resp = await asyncio.wait_for(call, timeout=self.cfg.timeout_s + 5)
                 return self._completion(resp, params, retries, time.perf_counter() - t0, payload)
             except asyncio.CancelledError:  # episode timeout: the attempt in flight is lost
-                self._add_failure(retries)
+                account_failure(retries)
                 raise
             except Exception as exc:  # noqa: BLE001 - classified below
-                if not _is_retryable(exc) or retries >= self.cfg.max_retries:
-                    self._add_failure(retries)
+                if not is_retryable(exc) or retries >= self.cfg.max_retries:
+                    account_failure(retries)
                     raise LLMError(
                         f"{self.cfg.model} ({self.role}) failed after {retries} retries: "
-                        f"{type(exc).__name__}: {_short(exc)}"
+                        f"{type(exc).__name__}: {short(exc)}"
                     ) from exc
-                wait = _retry_after_s(exc)
+                wait = retry_after_s(exc)
                 if wait is None:
                     wait = min(self.cfg.backoff_max_s, self.cfg.backoff_base_s * 2**retries)
                     wait *= 0.5 + self._rng.random() / 2
@@ -630,7 +327,7 @@ class LLMClient:
             try:
                 await asyncio.sleep(wait)
             except asyncio.CancelledError:  # cancelled while backing off: `retries` requests made
-                self._add_failure(retries - 1)
+                account_failure(retries - 1)
                 raise
 
     def _completion(
@@ -655,54 +352,3 @@ class LLMClient:
             payload_bytes=payload,
             params=self.sent_params(params),
         )
-
-
-def _short(exc: BaseException, n: int = 300) -> str:
-    s = str(exc).replace("\n", " ")
-    return s if len(s) <= n else s[:n] + "…"
-
-
-@dataclass
-class RequestEstimate:
-    """A model request as a dry run sees it: text messages plus image sizes (nothing encoded)."""
-
-    role: str
-    messages: list[Message]
-    image_sizes: list[tuple[int, int]] = field(default_factory=list)
-
-
-def image_tokens(width: int, height: int) -> int:
-    """OpenAI high-detail image token estimate (fit 2048, shortest side 768, 512 px tiles)."""
-    scale = min(1.0, 2048 / max(width, height))
-    w, h = width * scale, height * scale
-    scale = min(1.0, 768 / min(w, h))
-    w, h = w * scale, h * scale
-    tiles = -(-int(w) // 512) * -(-int(h) // 512)
-    return 85 + 170 * tiles
-
-
-def estimate_call(
-    model: str,
-    text_messages: Sequence[Message],
-    image_sizes: Sequence[tuple[int, int]],
-    max_tokens: int | None,
-) -> tuple[int, int, float | None]:
-    """(prompt tokens, completion tokens upper bound, cost in USD or None) without calling."""
-    completion = max_tokens or 256
-    if model == OFFLINE_MODEL:
-        return (len(message_text(text_messages)) // 4, completion, 0.0)
-    litellm = load_litellm()
-    text = [{"role": m["role"], "content": message_text([m])} for m in text_messages]
-    try:
-        prompt = int(litellm.token_counter(model=model, messages=text))
-    except Exception:
-        prompt = len(message_text(text_messages)) // 4
-    prompt += sum(image_tokens(w, h) for w, h in image_sizes)
-    try:
-        cin, cout = litellm.cost_per_token(
-            model=model, prompt_tokens=prompt, completion_tokens=completion
-        )
-        cost: float | None = float(cin + cout)
-    except Exception:
-        cost = None
-    return prompt, completion, cost

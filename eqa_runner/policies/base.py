@@ -1,19 +1,44 @@
-"""The small base class every agent implements."""
+"""The small base class every agent implements, with its per-run lifecycle."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from eqa_runner.llm import RequestEstimate
-from eqa_runner.policies.context import EpisodeContext
+from eqa_runner.policies.context import EpisodeContext, RunResources
 from eqa_runner.types import Episode, Prediction
 
 
 class Policy(ABC):
-    """An agent. ``name`` must match the policy's config file name."""
+    """An agent. ``name`` must match the policy's config file name.
+
+    Lifecycle (the run loop, through :meth:`opened`): ``open(resources)`` once before the first
+    episode, ``predict`` per episode (concurrently), ``close()`` once at the end, also when a
+    run or ``open`` failed. ``estimate_requests`` and ``prompts`` need no ``open``.
+    """
 
     name: str = "policy"
+    needs_sim: bool = False  # true: the run builds ``cfg.sim`` and passes it in ``open``
+
+    def open(self, resources: RunResources) -> None:
+        """Acquire per-run resources (inside the job, before the first episode)."""
+        return None
+
+    def close(self) -> None:
+        """Release what :meth:`open` acquired; safe to call when ``open`` did not finish."""
+        return None
+
+    @contextmanager
+    def opened(self, resources: RunResources) -> Iterator[Policy]:
+        """``open`` … ``close`` (always, also on failure) around a run's episodes."""
+        try:
+            self.open(resources)
+            yield self
+        finally:
+            self.close()
 
     @abstractmethod
     async def predict(self, episode: Episode, ctx: EpisodeContext) -> Prediction:

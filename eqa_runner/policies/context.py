@@ -1,19 +1,34 @@
-"""What the run loop hands a policy or judge for one episode."""
+"""What the run hands a policy: once per run (:class:`RunResources`), and per episode."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
 from concurrent.futures import Executor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 
 from eqa_runner.llm import LLMClient
+from eqa_runner.sim.base import Simulator
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RunResources:
+    """Per-run resources built by the run and handed to :meth:`Policy.open`.
+
+    The run owns them: it builds the simulator from ``cfg.sim`` (only for a policy with
+    ``needs_sim``) and closes it after the policy's ``close()``.
+    """
+
+    llm: LLMClient  # the policy's model client
+    task: Any
+    sim: Simulator | None = None
+    run_dir: Path | None = None
 
 
 @dataclass
@@ -28,7 +43,6 @@ class EpisodeContext:
     prompts_dir: str | None = None
     artifacts_dir: Path | None = None
     run_dir: Path | None = None  # the run directory (files the judge / rejudge read live here)
-    resources: dict[str, Any] = field(default_factory=dict)  # e.g. simulator, stop model
 
     async def run_cpu(self, fn: Callable[..., T], *args: Any) -> T:
         """Run CPU-bound work (image decode/encode, mapping) off the event loop."""

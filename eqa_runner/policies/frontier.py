@@ -28,7 +28,7 @@ import numpy as np
 
 from eqa_runner.mapping import FrontierPlanner, FrontierPlannerConfig, PlannerMaps
 from eqa_runner.mapping.tsdf import KERNELS
-from eqa_runner.policies.explore import AgentState, Waypoint, WaypointProposer
+from eqa_runner.policies.proposer import AgentState, Waypoint, WaypointProposer
 from eqa_runner.sim import geometry as geo
 from eqa_runner.sim.base import Observation, Simulator
 from eqa_runner.types import Episode

@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
+import logging
 import platform
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
+from omegaconf import DictConfig, OmegaConf
+
 from eqa_runner import __version__
+from eqa_runner.records import (
+    EPISODES_FILE,
+    SUMMARY_FILE,
+    final_records,
+    read_records,
+    write_json_atomic,
+)
+from eqa_runner.scoring.base import Judge
+from eqa_runner.types import EpisodeRecord, UsageInfo
+
+log = logging.getLogger(__name__)
 
 _SECRET_KEY = re.compile(r"(api_key|token|secret|password)$", re.I)
 PACKAGES = (
@@ -22,6 +38,16 @@ PACKAGES = (
     "pandas",
     "submitit",
     "habitat-sim",
+)
+# the summed usage counters (cost_usd, a float or None, is summed apart)
+USAGE_COUNTS = (
+    "calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_unknown_calls",
+    "cached_calls",
+    "retries",
+    "failed_calls",
 )
 
 
@@ -47,30 +73,14 @@ def versions() -> dict[str, str | None]:
     return out
 
 
-def usage_totals(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    tot: dict[str, Any] = {
-        "calls": 0,
-        "prompt_tokens": 0,
-        "completion_tokens": 0,
-        "cost_usd": 0.0,
-        "cost_unknown_calls": 0,
-        "cached_calls": 0,
-        "retries": 0,
-        "failed_calls": 0,
-    }
+def usage_totals(records: Sequence[EpisodeRecord]) -> dict[str, Any]:
+    """Token / cost / retry totals over records; calls without a known price are noted."""
+    tot: dict[str, Any] = {k: 0.0 if k == "cost_usd" else 0 for k in UsageInfo.__annotations__}
     for r in records:
-        u = r.get("usage") or {}
-        for k in (
-            "calls",
-            "prompt_tokens",
-            "completion_tokens",
-            "cached_calls",
-            "retries",
-            "cost_unknown_calls",
-            "failed_calls",
-        ):
-            tot[k] += int(u.get(k) or 0)
-        if u.get("cost_usd") is not None:
+        u = r["usage"]
+        for k in USAGE_COUNTS:
+            tot[k] += int(u[k] or 0)
+        if u["cost_usd"] is not None:
             tot["cost_usd"] += float(u["cost_usd"])
     if tot["cost_unknown_calls"]:
         tot["cost_note"] = (
@@ -85,7 +95,7 @@ def build_summary(
     config: dict[str, Any],
     task_info: dict[str, Any],
     selected_ids: Sequence[str],
-    final: dict[str, dict[str, Any]],
+    final: dict[str, EpisodeRecord],
     aggregate: dict[str, Any],
     models: dict[str, str],
     prompts: dict[str, dict[str, object]],
@@ -93,7 +103,7 @@ def build_summary(
 ) -> dict[str, Any]:
     """Assemble the summary from the final record of each selected episode."""
     recs = [final[i] for i in selected_ids if i in final]
-    ok = [r for r in recs if r.get("status") == "ok"]
+    ok = [r for r in recs if r["status"] == "ok"]
     offline = sorted(role for role, m in models.items() if m == "offline")
     summary: dict[str, Any] = {
         "task": task_info,
@@ -103,9 +113,9 @@ def build_summary(
             "recorded": len(recs),
             "missing": len(selected_ids) - len(recs),
             "ok": len(ok),
-            "error": sum(1 for r in recs if r.get("status") == "error"),
-            "judge_unparsable": sum(1 for r in ok if not r.get("judge_ok")),
-            "scored": sum(1 for r in ok if r.get("judge_ok")),
+            "error": sum(1 for r in recs if r["status"] == "error"),
+            "judge_unparsable": sum(1 for r in ok if not r["judge_ok"]),
+            "scored": sum(1 for r in ok if r["judge_ok"]),
         },
         **aggregate,
         "usage": usage_totals(recs),
@@ -121,8 +131,8 @@ def build_summary(
     }
     errors: dict[str, int] = {}
     for r in recs:
-        if r.get("status") == "error":
-            t = (r.get("error") or {}).get("type", "Error")
+        if r["status"] == "error":
+            t = r["error"]["type"] if r["error"] else "Error"
             errors[t] = errors.get(t, 0) + 1
     summary["errors_by_type"] = errors
     if offline:
@@ -133,3 +143,73 @@ def build_summary(
     if extra:
         summary.update(extra)
     return summary
+
+
+@dataclass(frozen=True)
+class SummaryInputs:
+    """What :func:`write_summary` needs (a run's :class:`RunContext`, or rejudge, builds it)."""
+
+    cfg: DictConfig
+    task_info: dict[str, Any]  # the task's describe()
+    policy_name: str
+    judge: Judge
+    episode_ids: list[str]  # the selected episodes, in order
+    out_dir: Path
+    prompts: dict[str, dict[str, object]]
+
+
+def write_summary(
+    inputs: SummaryInputs,
+    *,
+    jsonl_name: str = EPISODES_FILE,
+    summary_name: str = SUMMARY_FILE,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Aggregate the final record of each selected episode into ``summary.json``."""
+    cfg, judge, out_dir, ids = inputs.cfg, inputs.judge, inputs.out_dir, inputs.episode_ids
+    final = final_records(read_records(out_dir / jsonl_name))
+    recs = [final[i] for i in ids if i in final]
+    agg = judge.aggregate(
+        recs, bootstrap_samples=int(cfg.run.bootstrap_samples), seed=int(cfg.run.seed)
+    )
+    models = {
+        "policy": str(cfg.llm.model),
+        "judge": str(judge.llm_overrides.get("model", cfg.llm.model)),
+    }
+    stop = cfg.policy.get("stop_model")
+    if stop:
+        models["stop"] = str(stop)
+    summary = build_summary(
+        config=OmegaConf.to_container(cfg, resolve=True),
+        task_info=inputs.task_info,
+        selected_ids=ids,
+        final=final,
+        aggregate=agg,
+        models=models,
+        prompts=inputs.prompts,
+        extra={
+            "policy": inputs.policy_name,
+            "judge": judge.name,
+            "shard": cfg.run.get("shard"),
+            "run_dir": str(out_dir),
+            **(extra or {}),
+        },
+    )
+    write_json_atomic(out_dir / summary_name, summary)
+    head = {k: v.get("mean") for k, v in summary.get("headline", {}).items()}
+    c = summary["counts"]
+    log.info(
+        "done: %d ok, %d error, %d judge-unparsable; %s",
+        c["ok"],
+        c["error"],
+        c["judge_unparsable"],
+        head,
+    )
+    print(
+        f"[eqa_runner] {c['ok']}/{c['selected']} ok, {c['error']} error, "
+        f"{c['judge_unparsable']} unparsable; "
+        + ", ".join(f"{k}={'-' if v is None else f'{v:.2f}'}" for k, v in head.items())
+        + f"\n[eqa_runner] results: {out_dir}",
+        flush=True,
+    )
+    return {"counts": c, **head}

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from eqa_runner.types import EpisodeRecord
+
 
 def bootstrap_ci(
     values: Sequence[float], *, samples: int = 1000, seed: int = 0, level: float = 0.95
@@ -40,9 +42,9 @@ def mean_with_ci(
 
 
 def breakdown(
-    records: Sequence[dict[str, Any]],
-    key: Callable[[dict[str, Any]], str | None],
-    value: Callable[[dict[str, Any]], float | None],
+    records: Sequence[EpisodeRecord],
+    key: Callable[[EpisodeRecord], str | None],
+    value: Callable[[EpisodeRecord], float | None],
     *,
     scale: float = 1.0,
     samples: int = 1000,

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from eqa_runner.llm import LLMClient, Message, RequestEstimate, user
-from eqa_runner.types import Episode, Prediction, Score
+from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
 
 T = TypeVar("T")
 
@@ -46,7 +46,7 @@ class Judge(ABC):
 
     @abstractmethod
     def aggregate(
-        self, records: Sequence[dict[str, Any]], *, bootstrap_samples: int = 1000, seed: int = 0
+        self, records: Sequence[EpisodeRecord], *, bootstrap_samples: int = 1000, seed: int = 0
     ) -> dict[str, Any]:
         """Headline metrics, breakdowns and intervals from final per-episode records."""
 

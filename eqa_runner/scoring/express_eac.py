@@ -25,14 +25,14 @@ import math
 import re
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, Literal
 
 from eqa_runner.llm import OFFLINE_TAG, ImagePart, LLMClient, Message, RequestEstimate, system, user
 from eqa_runner.prompts import express_prompt
 from eqa_runner.scoring.aggregate import mean_with_ci
 from eqa_runner.scoring.base import Judge
 from eqa_runner.scoring.efficiency import path_weight
-from eqa_runner.types import Episode, Prediction, Score
+from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
 
 log = logging.getLogger(__name__)
 
@@ -210,17 +210,17 @@ class EACJudge(Judge):
         w = path_weight(_num(m.get("gt_geodesic")), path)
         return c, cs, c * (math.nan if w is None else w)
 
-    def _distance(self, r: dict[str, Any]) -> float | None:
+    def _distance(self, r: EpisodeRecord) -> float | None:
         """Final goal distance of an ok record (from the trace); None = excluded."""
-        t = r.get("trace") or {}
-        src = t if "d_t" in t else (r.get("metrics") or {})
+        t = r["trace"]
+        src = t if "d_t" in t else r["metrics"]
         d = _num(src.get("d_t"))
         if src.get("d_t_valid") in (False, 0, 0.0):
             d = math.inf
         if math.isfinite(d):
             return d
         if self.inf_policy == "penalize":
-            gt = _num(t.get("gt_geodesic", (r.get("metrics") or {}).get("gt_geodesic")))
+            gt = _num(t.get("gt_geodesic", r["metrics"].get("gt_geodesic")))
             return gt if math.isfinite(gt) else None
         return None
 
@@ -229,22 +229,22 @@ class EACJudge(Judge):
         return None if v is None else v[0]
 
     def aggregate(
-        self, records: Sequence[dict[str, Any]], *, bootstrap_samples: int = 1000, seed: int = 0
+        self, records: Sequence[EpisodeRecord], *, bootstrap_samples: int = 1000, seed: int = 0
     ) -> dict[str, Any]:
-        ok = [r for r in records if r.get("status") == "ok"]
-        scored = [r for r in ok if r.get("judge_ok")]
+        ok = [r for r in records if r["status"] == "ok"]
+        scored = [r for r in ok if r["judge_ok"]]
         kw = {"samples": bootstrap_samples, "seed": seed}
         answer = {id(r): self._answer_values(r["metrics"]) for r in scored}
         dist = {id(r): self._distance(r) for r in ok}
         kept = [r for r in scored if answer[id(r)] is not None]
 
-        def metric(rs: Sequence[dict[str, Any]], i: int) -> list[float]:
+        def metric(rs: Sequence[EpisodeRecord], i: int) -> list[float]:
             return [answer[id(r)][i] for r in rs if answer.get(id(r)) is not None]
 
-        def dists(rs: Sequence[dict[str, Any]]) -> list[float]:
+        def dists(rs: Sequence[EpisodeRecord]) -> list[float]:
             return [d for r in rs if (d := dist.get(id(r))) is not None]
 
-        def block(rs_scored: Sequence[dict[str, Any]], rs_ok: Sequence[dict[str, Any]]):
+        def block(rs_scored: Sequence[EpisodeRecord], rs_ok: Sequence[EpisodeRecord]):
             return {
                 "C": mean_with_ci(metric(rs_scored, 0), scale=100.0, **kw),
                 "C_star": mean_with_ci(metric(rs_scored, 1), scale=100.0, **kw),
@@ -252,12 +252,12 @@ class EACJudge(Judge):
                 "d_T": mean_with_ci(dists(rs_ok), **kw),
             }
 
-        def groups(key: str) -> dict[str, dict[str, Any]]:
-            names = sorted({str(r.get(key)) for r in ok if r.get(key) is not None})
+        def groups(key: Literal["category", "subset"]) -> dict[str, dict[str, Any]]:
+            names = sorted({str(r[key]) for r in ok if r[key] is not None})
             return {
                 g: block(
-                    [r for r in scored if str(r.get(key)) == g],
-                    [r for r in ok if str(r.get(key)) == g],
+                    [r for r in scored if str(r[key]) == g],
+                    [r for r in ok if str(r[key]) == g],
                 )
                 for g in names
             }
@@ -284,7 +284,7 @@ class EACJudge(Judge):
                 "scored": len(scored),
                 "in_C": len(kept),
                 "in_d_T": len(dists(ok)),
-                "stopped_early": sum(1 for r in ok if (r.get("trace") or {}).get("stopped_early")),
+                "stopped_early": sum(1 for r in ok if r["trace"].get("stopped_early")),
             },
             "by_category": groups("category"),
             "by_subset": groups("subset"),  # the split: val / train by HM3D scene number
@@ -298,9 +298,9 @@ class EACJudge(Judge):
         }
 
     @staticmethod
-    def _raw_distance(r: dict[str, Any]) -> float:
-        t = r.get("trace") or {}
-        src = t if "d_t" in t else (r.get("metrics") or {})
+    def _raw_distance(r: EpisodeRecord) -> float:
+        t = r["trace"]
+        src = t if "d_t" in t else r["metrics"]
         return math.inf if src.get("d_t_valid") in (False, 0, 0.0) else _num(src.get("d_t"))
 
     # -------------------------------------------------------------- dry run / prompts

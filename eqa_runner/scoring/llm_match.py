@@ -11,7 +11,7 @@ from eqa_runner.llm import OFFLINE_TAG, LLMClient, RequestEstimate, user
 from eqa_runner.prompts import load_prompt
 from eqa_runner.scoring.aggregate import breakdown, mean_with_ci
 from eqa_runner.scoring.base import Judge
-from eqa_runner.types import Episode, Prediction, Score
+from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
 
 log = logging.getLogger(__name__)
 
@@ -141,9 +141,9 @@ class LLMMatchJudge(Judge):
         return Score(ok=True, raw=raw, metrics=metrics)
 
     def aggregate(
-        self, records: Sequence[dict[str, Any]], *, bootstrap_samples: int = 1000, seed: int = 0
+        self, records: Sequence[EpisodeRecord], *, bootstrap_samples: int = 1000, seed: int = 0
     ) -> dict[str, Any]:
-        scored = [r for r in records if r.get("status") == "ok" and r.get("judge_ok")]
+        scored = [r for r in records if r["status"] == "ok" and r["judge_ok"]]
         vals = [r["metrics"]["llm_match"] for r in scored]
         kw = {"scale": 100.0, "samples": bootstrap_samples, "seed": seed}
         return {
@@ -151,10 +151,10 @@ class LLMMatchJudge(Judge):
             "metric_note": "llm_match: OpenEQA LLM-Match in percent, mean of 100*(s-1)/4 over "
             "episodes with a parsable judgement",
             "by_category": breakdown(
-                scored, lambda r: r.get("category"), lambda r: r["metrics"]["llm_match"], **kw
+                scored, lambda r: r["category"], lambda r: r["metrics"]["llm_match"], **kw
             ),
             "by_subset": breakdown(
-                scored, lambda r: r.get("subset"), lambda r: r["metrics"]["llm_match"], **kw
+                scored, lambda r: r["subset"], lambda r: r["metrics"]["llm_match"], **kw
             ),
             "score_histogram": {
                 str(s): sum(1 for r in scored if r["metrics"]["score_1to5"] == s)

@@ -11,11 +11,10 @@ import numpy as np
 import pytest
 
 from eqa_runner.llm import LLMClient
-from eqa_runner.policies.context import EpisodeContext
+from eqa_runner.policies.context import EpisodeContext, RunResources
 from eqa_runner.policies.explore import (
     ExplorePolicy,
     RandomProposer,
-    SimSession,
     Waypoint,
     WaypointProposer,
 )
@@ -98,7 +97,6 @@ def _episode(i: int, scene: str = "00800-A") -> Episode:
 
 
 def _run(policy, episodes, sim, tmp_path, artifacts=False):
-    session = SimSession(sim)
     llm = LLMClient({"model": "offline"}, role="policy")
 
     async def main():
@@ -112,7 +110,6 @@ def _run(policy, episodes, sim, tmp_path, artifacts=False):
                     task=_Task(),
                     run_dir=tmp_path,
                     artifacts_dir=(tmp_path / "art" / e.episode_id) if artifacts else None,
-                    resources={"sim_session": session},
                 )  # fmt: skip
                 for e in episodes
             ]
@@ -120,10 +117,10 @@ def _run(policy, episodes, sim, tmp_path, artifacts=False):
                 *(policy.predict(e, c) for e, c in zip(episodes, ctxs, strict=True))
             )
 
-    try:
+    # as the run loop does: the run builds the simulator, opens the policy, closes both
+    with sim, policy.opened(RunResources(llm=llm, task=_Task(), sim=sim, run_dir=tmp_path)):
+        session = policy.session
         return asyncio.run(main()), session
-    finally:
-        session.close()
 
 
 def test_black_frames_never_stop_and_answer_blind(tmp_path):

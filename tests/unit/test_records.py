@@ -213,3 +213,21 @@ def test_run_lock_error_type(tmp_path: Path) -> None:
         other = RunLock(tmp_path)
         with pytest.raises(RunDirError, match="lock held"):
             other.__enter__()
+
+
+def test_older_lines_are_completed_with_documented_defaults(tmp_path: Path) -> None:
+    from eqa_runner.records import RECORD_DEFAULTS
+    from eqa_runner.types import EpisodeRecord
+
+    assert set(RECORD_DEFAULTS) | {"episode_id"} == EpisodeRecord.__required_keys__
+    path = tmp_path / EPISODES_FILE
+    old = {"episode_id": 7, "status": "ok", "metrics": {"llm_match": 1.0}, "usage": {"calls": 2}}
+    path.write_text(json.dumps(old) + "\n" + json.dumps(rec("b", trace=None)) + "\n")
+    a, b = read_records(path)
+    assert a["episode_id"] == "7" and a["metrics"] == {"llm_match": 1.0}
+    assert a["extra_answers"] == [] and a["subset"] is None and a["judge_ok"] is False
+    assert a["error"] is None and a["trace"] == {} and a["question"] == ""
+    assert a["usage"]["calls"] == 2 and a["usage"]["failed_calls"] == 0
+    assert a["usage"]["cost_usd"] == 0.0
+    assert b["trace"] == {}  # null where a container belongs
+    assert set(a) == set(b) == EpisodeRecord.__required_keys__

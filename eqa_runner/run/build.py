@@ -1,0 +1,87 @@
+"""Building a run's components from the config: task, policy, judge, simulator, model clients."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TypeVar
+
+from omegaconf import DictConfig, OmegaConf
+
+from eqa_runner.errors import ConfigError
+from eqa_runner.llm import DiskCache, LLMClient
+from eqa_runner.policies.base import Policy
+from eqa_runner.run.context import Components
+from eqa_runner.scoring.base import Judge
+from eqa_runner.sim.base import Simulator
+from eqa_runner.tasks.base import Task
+
+T = TypeVar("T")
+
+
+def build(node: DictConfig, base: type[T], what: str) -> T:
+    """``hydra.utils.instantiate`` + a check against the small base class."""
+    from hydra.utils import instantiate
+
+    obj = instantiate(node, _convert_="all")
+    if not isinstance(obj, base):
+        raise ConfigError(
+            f"{what}._target_={node.get('_target_')} built a "
+            f"{type(obj).__name__}, not a {base.__name__}"
+        )
+    return obj
+
+
+def check_choices(cfg: DictConfig) -> None:
+    """Fail at start when the policy cannot run the task."""
+    task, policy = cfg.task.get("name"), cfg.policy.get("name")
+    valid = list(cfg.task.get("policies") or [])
+    if valid and policy not in valid:
+        raise ConfigError(
+            f"policy={policy} cannot run task={task}; valid policies for {task}: {', '.join(valid)}"
+        )
+
+
+def build_components(cfg: DictConfig) -> Components:
+    """The task, the policy and the judge (checked to be able to run together)."""
+    check_choices(cfg)
+    return Components(
+        task=build(cfg.task, Task, "task"),
+        policy=build(cfg.policy, Policy, "policy"),
+        judge=build(cfg.judge, Judge, "judge"),
+    )
+
+
+def build_sim(cfg: DictConfig) -> Simulator:
+    """The run's simulator from ``cfg.sim`` (built inside the job; the run closes it)."""
+    return build(cfg.sim, Simulator, "sim")
+
+
+def resolve_output_dir(cfg: DictConfig) -> Path:
+    if cfg.run.get("output_dir"):
+        return Path(cfg.run.output_dir)
+    from hydra.core.hydra_config import HydraConfig
+
+    if HydraConfig.initialized():
+        return Path(HydraConfig.get().runtime.output_dir)
+    raise ConfigError("run.output_dir is not set and no Hydra run dir is available")
+
+
+def llm_clients(cfg: DictConfig, judge: Judge, salt: dict[str, str]) -> tuple[LLMClient, LLMClient]:
+    """The policy's and the judge's model clients, checked for credentials before any episode."""
+    cache = DiskCache(cfg.run.cache_dir) if cfg.run.cache else None
+    base = OmegaConf.to_container(cfg.llm, resolve=True)
+    policy_llm = LLMClient(base, role="policy", cache=cache, cache_salt=salt)
+    judge_cfg = {**base, **{k: v for k, v in judge.llm_overrides.items()}}
+    judge_llm = LLMClient(judge_cfg, role="judge", cache=cache, cache_salt=salt)
+    for client, key in ((policy_llm, "llm"), (judge_llm, "judge")):
+        problem = client.unknown_model()
+        if problem:
+            raise ConfigError(f"{key}.model={client.model}: {problem}")
+        missing = client.missing_credentials()
+        if missing:
+            raise ConfigError(
+                f"{key}.model={client.model}: environment variable(s) "
+                f"{', '.join(missing)} not set; export it, or point "
+                f"{key}.api_key_env at the variable that holds the key."
+            )
+    return policy_llm, judge_llm

@@ -1,0 +1,94 @@
+"""The state one run shares, built once and passed instead of long parameter lists."""
+
+from __future__ import annotations
+
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+from eqa_runner.llm import LLMClient
+from eqa_runner.policies.base import Policy
+from eqa_runner.policies.context import RunResources
+from eqa_runner.run.summary import SummaryInputs
+from eqa_runner.scoring.base import Judge
+from eqa_runner.sim.base import Simulator
+from eqa_runner.tasks.base import Task
+from eqa_runner.types import Episode
+
+
+@dataclass(frozen=True)
+class Components:
+    """The run's task, policy and judge, built from the config (run/build.py)."""
+
+    task: Task
+    policy: Policy
+    judge: Judge
+
+
+@dataclass(frozen=True)
+class EpisodeSettings:
+    """The config values every episode reads, copied out of the DictConfig once per run."""
+
+    seed: int
+    save_artifacts: bool
+    prompts_dir: str | None
+    episode_timeout_s: float
+
+    @classmethod
+    def from_cfg(cls, cfg: DictConfig) -> EpisodeSettings:
+        return cls(int(cfg.run.seed), bool(cfg.run.save_artifacts), cfg.prompts.dir,
+                   float(cfg.run.episode_timeout_s))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Everything the episodes of one run share (built once by :func:`eqa_runner.run.loop.run`).
+
+    The run owns ``sim`` (built from ``cfg.sim`` when the policy ``needs_sim``; closed after
+    the policy's ``close()``) and ``executor`` (the CPU pool episodes run image and mapping
+    work on).
+    """
+
+    cfg: DictConfig
+    parts: Components
+    episodes: list[Episode]  # every selected episode (also those already done on resume)
+    out_dir: Path
+    prompts: dict[str, dict[str, object]]  # prompt files used, with SHA-256
+    policy_llm: LLMClient
+    judge_llm: LLMClient
+    settings: EpisodeSettings
+    executor: Executor
+    sim: Simulator | None = None
+
+    @property
+    def task(self) -> Task:
+        return self.parts.task
+
+    @property
+    def policy(self) -> Policy:
+        return self.parts.policy
+
+    @property
+    def judge(self) -> Judge:
+        return self.parts.judge
+
+    @property
+    def workers(self) -> int:
+        return max(1, int(self.cfg.run.workers))
+
+    def policy_resources(self) -> RunResources:
+        """What the policy's ``open()`` gets."""
+        return RunResources(llm=self.policy_llm, task=self.task, sim=self.sim, run_dir=self.out_dir)
+
+    def summary_inputs(self) -> SummaryInputs:
+        return SummaryInputs(
+            cfg=self.cfg,
+            task_info=self.task.describe(),
+            policy_name=self.policy.name,
+            judge=self.judge,
+            episode_ids=[e.episode_id for e in self.episodes],
+            out_dir=self.out_dir,
+            prompts=self.prompts,
+        )

@@ -1,0 +1,112 @@
+"""One episode end to end: policy → judge → one :class:`EpisodeRecord` (never raises)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+import traceback
+
+import numpy as np
+
+from eqa_runner.llm import Usage, track_usage
+from eqa_runner.policies.context import EpisodeContext
+from eqa_runner.run.context import RunContext
+from eqa_runner.types import Episode, EpisodeRecord, ErrorInfo
+
+log = logging.getLogger(__name__)
+
+
+def episode_seed(run_seed: int, episode_id: str) -> int:
+    return int(hashlib.sha256(f"{run_seed}:{episode_id}".encode()).hexdigest()[:8], 16)
+
+
+def new_record(ep: Episode, subset: str | None) -> EpisodeRecord:
+    """The record of an episode not attempted yet (an error until the judge has run)."""
+    return {
+        "episode_id": ep.episode_id,
+        "status": "error",
+        "question": ep.question,
+        "answer": ep.answer,
+        "category": ep.category,
+        "subset": subset,
+        "extra_answers": list(ep.extra_answers),
+        "scene": ep.scene,
+        "prediction": None,
+        "judge_raw": None,
+        "judge_ok": False,
+        "metrics": {},
+        "trace": {},
+        "error": None,
+        "timings": {},
+        "usage": Usage().as_dict(),  # replaced by the episode's usage when it ends
+    }
+
+
+def error_info(exc: BaseException, stage: str) -> ErrorInfo:
+    tb = traceback.extract_tb(exc.__traceback__)
+    where = f"{tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno}" if tb else None
+    msg = str(exc) or repr(exc)
+    if isinstance(exc, asyncio.TimeoutError):
+        msg = "episode exceeded run.episode_timeout_s"
+    return {"type": type(exc).__name__, "message": msg[:2000], "stage": stage, "where": where}
+
+
+def episode_context(ep: Episode, run: RunContext) -> EpisodeContext:
+    """What the policy gets for one episode: seeded RNG, model, CPU pool, artifacts dir."""
+    s = run.settings
+    seed = episode_seed(s.seed, ep.episode_id)
+    art = run.out_dir / "artifacts" / _safe_name(ep.episode_id) if s.save_artifacts else None
+    return EpisodeContext(
+        llm=run.policy_llm,
+        rng=np.random.default_rng(seed),
+        seed=seed,
+        executor=run.executor,
+        task=run.task,
+        prompts_dir=s.prompts_dir,
+        artifacts_dir=art,
+        run_dir=run.out_dir,
+    )
+
+
+async def run_episode(ep: Episode, run: RunContext) -> EpisodeRecord:
+    """Run one episode end to end; never raises (failures become an error record)."""
+    rec = new_record(ep, run.task.subset_of(ep))
+    ctx = episode_context(ep, run)
+    stage = "policy"
+    t0 = time.perf_counter()
+    with track_usage() as usage:
+        try:
+
+            async def _both() -> None:
+                nonlocal stage
+                pred = await run.policy.predict(ep, ctx)
+                rec["prediction"], rec["trace"] = pred.answer, pred.trace
+                rec["timings"]["policy_s"] = time.perf_counter() - t0
+                stage = "judge"
+                t1 = time.perf_counter()
+                score = await run.judge.score(ep, pred, run.judge_llm, run.settings.prompts_dir)
+                rec["timings"]["judge_s"] = time.perf_counter() - t1
+                rec.update(
+                    judge_raw=score.raw, judge_ok=score.ok, metrics=score.metrics, status="ok"
+                )
+
+            await asyncio.wait_for(_both(), timeout=run.settings.episode_timeout_s)
+        except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
+            rec["status"] = "error"
+            rec["error"] = err = error_info(exc, stage)
+            log.warning(
+                "episode %s failed in %s: %s: %s",
+                ep.episode_id,
+                stage,
+                type(exc).__name__,
+                err["message"][:300],
+            )
+    rec["timings"]["total_s"] = time.perf_counter() - t0
+    rec["usage"] = usage.as_dict()
+    return rec
+
+
+def _safe_name(s: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in s)[:120]
