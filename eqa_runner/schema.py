@@ -72,26 +72,32 @@ def violates(value: Any, meta: Mapping[str, Any]) -> bool:
 
 
 def check_config(cfg: DictConfig) -> None:
-    """Check every schema field with a rule in ``cfg`` (``hydra`` excluded); raise the first."""
-    for key in cfg:
-        if key == "hydra":
-            continue
-        node = cfg._get_node(key)
-        if isinstance(node, DictConfig):
-            _check_node(node, str(key))
+    """Check every schema field with a rule in ``cfg`` (``hydra`` excluded); raise the first.
+
+    Values typed directly are checked before values that come from an interpolation, so
+    ``sim.width=-1`` is reported as itself, not as the ``${sim.width}`` that copies it.
+    """
+    found = [p for key in cfg if key != "hydra" for p in _problems(cfg._get_node(key), str(key))]
+    found.sort(key=lambda p: p[0])  # stable: direct values first, in config order
+    if found:
+        raise ConfigError(found[0][1])
 
 
-def _check_node(node: DictConfig, path: str) -> None:
+def _problems(node: Any, path: str) -> list[tuple[bool, str]]:
+    """(comes from an interpolation, message) for each value that breaks its field's rule."""
+    if not isinstance(node, DictConfig):
+        return []
     typ = OmegaConf.get_type(node)
     rules = {f.name: f for f in dataclasses.fields(typ)} if dataclasses.is_dataclass(typ) else {}
+    out: list[tuple[bool, str]] = []
     for key in node:
         child = node._get_node(key)
         where = f"{path}.{key}"
         if isinstance(child, DictConfig):
-            _check_node(child, where)
+            out += _problems(child, where)
             continue
         f = rules.get(str(key))
-        if f is None or not f.metadata:
+        if f is None or not f.metadata or child is None:
             continue
         try:
             value = OmegaConf.to_container(child, resolve=True) if isinstance(child, ListConfig) \
@@ -99,10 +105,16 @@ def _check_node(node: DictConfig, path: str) -> None:
         except OmegaConfBaseException:
             continue  # an interpolation only the job can resolve: checked where it is used
         if violates(value, f.metadata):
-            optional = bool(child._is_optional()) if child is not None else False
-            raise ConfigError(
-                f"{where}={_show(value)}: must be {describe_rule(f.metadata, optional)}"
-            )
+            rule = describe_rule(f.metadata, bool(child._is_optional()))
+            out.append((_copied(child), f"{where}={_show(value)}: must be {rule}"))
+    return out
+
+
+def _copied(node: Any) -> bool:
+    """Whether the value (or an element of a list value) is an interpolation."""
+    if isinstance(node, ListConfig):
+        return any(node._get_node(i)._is_interpolation() for i in range(len(node)))
+    return bool(node._is_interpolation())
 
 
 def _show(value: Any) -> str:
