@@ -149,7 +149,8 @@ class TSDFVolume:
 
     ``kernel``: ``numba`` (compiled loop over the frustum box: the production path, what the
     planner uses) or ``numpy`` (vectorised over the box's candidate voxels: only the oracle
-    the compiled loop is tested against; not a config option). Colour fusion (``store_color`` with an ``rgb`` frame) always takes the numpy path.
+    the compiled loop is tested against; not a config option). Colour fusion
+    (``store_color`` with an ``rgb`` frame) always takes the numpy path.
     """
 
     def __init__(
