@@ -94,7 +94,8 @@ def main() -> None:
 
 def config_error_line(exc: BaseException) -> str | None:
     """One line naming the key for an error Hydra/OmegaConf raised while composing the config
-    (a wrong type, an unknown key or option, a bad override); None for any other error."""
+    (a wrong type, an unknown key, a bad override; an unknown option is followed by the valid
+    ones, one a line, as Hydra lists them); None for any other error."""
     from hydra.errors import ConfigCompositionException, OverrideParseException
     from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
@@ -122,10 +123,9 @@ def config_error_line(exc: BaseException) -> str | None:
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
     if "Config search path:" in lines:  # an unknown option: keep "Available options ..."
         lines = lines[: lines.index("Config search path:")]
-    if len(lines) > 2 and lines[1].startswith("Available options"):
+    if len(lines) > 2 and lines[1].startswith("Available options"):  # one option a line
         schemas = {name for nodes in SCHEMAS.values() for name in nodes}
-        options = [o for o in lines[2:] if o not in schemas]
-        return f"{lines[0]}; {lines[1].rstrip(':').lower()}: {', '.join(options)}"
+        return "\n".join([lines[0], lines[1], *(f"\t{o}" for o in lines[2:] if o not in schemas)])
     if isinstance(exc, OverrideParseException):
         return (
             f"{lines[0]} (override syntax: https://hydra.cc/docs/advanced/override_grammar/basic)"
