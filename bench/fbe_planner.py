@@ -141,13 +141,17 @@ def run_episode(sim, mode: str, start: np.ndarray, seed: int, steps: int, look: 
             start_position_normal=geo.habitat_to_normal(start),
         )
     else:
-        kernel = "numpy" if mode == "fbe/numpy" else "numba"
-        planner = {"fusion_kernel": kernel}
+        planner = {}
         if mode == "fbe/margin-0.5+3m":  # the defaults before issue 13
-            planner |= {"bounds_margin": 0.5, "hop_rule": "path_length"}
+            planner = {"bounds_margin": 0.5, "hop_rule": "path_length"}
         prop = FrontierProposer(planner=planner, look_around_deg=look)
         tracker = prop.planner
     prop.reset(ep, sim, rng)
+    if mode == "fbe/numpy":  # the numpy fusion: the compiled kernel's test oracle
+        v = prop.planner.volume
+        b = v.bounds - [[0.0, 1e-6]]  # same dims despite rounding
+        prop.planner.volume = TSDFVolume(b, v.voxel_size, prop.cfg.trunc_voxels, kernel="numpy")
+        tracker = prop.planner
     if mode == "fbe/every-voxel":
         v = prop.planner.volume
         b = v.bounds - [[0.0, 1e-6]]  # same dims despite rounding

@@ -198,9 +198,7 @@ def main() -> None:
     max_depth_err, rgb_diff, rgb_max = 0.0, 0.0, 0
     for cam in cams:  # interleaved, so load hits every path alike
         new.append(_timed(lambda cam=cam: sim.render(cam)))
-        sim.shading_kernel = "numpy"
-        new_np.append(_timed(lambda cam=cam: sim.render(cam)))
-        sim.shading_kernel = "numba"
+        new_np.append(_timed(lambda cam=cam: sim.render(cam, reference=True)))
         old.append(_timed(lambda cam=cam: base.render(cam)))
         rays = rays_for(cam)
         cast.append(_timed(lambda rays=rays: sim._rc.cast_rays(rays, nthreads=0)))

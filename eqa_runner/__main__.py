@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
 import logging
+import os
 import sys
+from dataclasses import fields, is_dataclass
 from pathlib import Path
 
 import hydra
@@ -20,8 +23,10 @@ def app(cfg: DictConfig) -> object:
     """Run one composed configuration; user errors become one line on stderr, exit code 2."""
     from eqa_runner.errors import ConfigSecretError, UserError
     from eqa_runner.run.loop import run
+    from eqa_runner.schema import check_config
 
     try:
+        check_config(cfg)  # a sweep job's own values (a single run's were checked before)
         return run(cfg)
     except UserError as e:
         if isinstance(e, ConfigSecretError):  # a key from a config file: blank Hydra's copies
@@ -66,7 +71,62 @@ def main() -> None:
         print(f"error: {refusal}", file=sys.stderr, flush=True)
         sys.exit(2)
     sys.argv[1:] = expand_num_shards(sys.argv[1:])
-    app()
+    full_error = os.environ.get("HYDRA_FULL_ERROR")
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises: a bad config becomes one line here
+    try:
+        app()
+    except Exception as e:
+        line = config_error_line(e)
+        if line is None or full_error == "1":
+            raise
+        print(f"error: {line}", file=sys.stderr, flush=True)
+        sys.exit(2)
+    finally:
+        if full_error is None:
+            os.environ.pop("HYDRA_FULL_ERROR", None)
+        else:
+            os.environ["HYDRA_FULL_ERROR"] = full_error
+
+
+def config_error_line(exc: BaseException) -> str | None:
+    """One line naming the key for an error Hydra/OmegaConf raised while composing the config
+    (a wrong type, an unknown key, a bad override; an unknown option is followed by the valid
+    ones, one a line, as Hydra lists them); None for any other error."""
+    from hydra.errors import ConfigCompositionException, OverrideParseException
+    from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
+
+    from eqa_runner.run.configstore import SCHEMAS
+
+    if not isinstance(exc, (ConfigCompositionException, OverrideParseException)):
+        return None
+    cause = exc.__cause__ or exc.__context__
+    head = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    in_file = head.split(":", 1)[0] + ": " if head.startswith("In '") else ""
+    if isinstance(cause, OmegaConfBaseException) and getattr(cause, "full_key", None):
+        key = str(cause.full_key)
+        what = (cause.msg or str(cause)).strip().splitlines()[0]
+        if isinstance(cause, (ConfigKeyError, ConfigAttributeError)):  # not in the schema
+            name = key.rsplit(".", 1)[-1]
+            known = [f.name for f in fields(cause.object_type)] if is_dataclass(
+                cause.object_type
+            ) else []  # fmt: skip
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"; did you mean {key[: -len(name)]}{close[0]}?" if close else ""
+            return f"{in_file}{key}: unknown key{hint} (`--cfg job` lists the keys)"
+        prefix = "Error merging override "
+        where = head[len(prefix) :] if head.startswith(prefix) else key
+        return f"{in_file}{where}: {what}"
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    if "Config search path:" in lines:  # an unknown option: keep "Available options ..."
+        lines = lines[: lines.index("Config search path:")]
+    if len(lines) > 2 and lines[1].startswith("Available options"):  # one option a line
+        schemas = {name for nodes in SCHEMAS.values() for name in nodes}
+        return "\n".join([lines[0], lines[1], *(f"\t{o}" for o in lines[2:] if o not in schemas)])
+    if isinstance(exc, OverrideParseException):
+        return (
+            f"{lines[0]} (override syntax: https://hydra.cc/docs/advanced/override_grammar/basic)"
+        )
+    return "; ".join(lines) or head
 
 
 if __name__ == "__main__":

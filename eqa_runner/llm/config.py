@@ -5,6 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from eqa_runner.schema import bounded, one_of
+
+# "thread": litellm's sync client in a thread pool driven from the event loop (measured
+# cheaper per call, bench/run_loop.py); "async": litellm.acompletion on the event loop
+TRANSPORTS = ("thread", "async")
+IMAGE_FORMATS = ("png", "jpeg")
+
 
 @dataclass
 class LLMConfig:
@@ -14,17 +21,15 @@ class LLMConfig:
     api_base: str | None = None
     api_key_env: str | None = None  # NAME of the environment variable holding the key
     api_key: str | None = None  # always refused: keys never go in configs (use api_key_env)
-    temperature: float | None = 0.2
-    max_tokens: int | None = 128
+    temperature: float | None = bounded(0.2, ge=0)
+    max_tokens: int | None = bounded(128, ge=1)
     seed: int | None = 1234
-    timeout_s: float = 120.0
-    max_retries: int = 6
-    backoff_base_s: float = 1.0
-    backoff_max_s: float = 60.0
+    timeout_s: float = bounded(120.0, gt=0)
+    max_retries: int = bounded(6, ge=0)
+    backoff_base_s: float = bounded(1.0, gt=0)
+    backoff_max_s: float = bounded(60.0, gt=0)
     drop_params: bool = True  # let litellm drop params a model rejects (recorded as sent)
-    max_concurrent_calls: int = 64
-    # "thread": litellm's sync client in a thread pool driven from the event loop (measured
-    # cheaper per call, bench/run_loop.py); "async": litellm.acompletion on the event loop
-    transport: str = "thread"
-    image_format: str = "png"  # png (paper) | jpeg
+    max_concurrent_calls: int = bounded(64, ge=1)
+    transport: str = one_of("thread", TRANSPORTS)
+    image_format: str = one_of("png", IMAGE_FORMATS)  # png (paper) | jpeg
     extra_params: dict[str, Any] = field(default_factory=dict)

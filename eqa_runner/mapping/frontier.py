@@ -39,62 +39,10 @@ from skimage import graph, measure
 from sklearn.cluster import DBSCAN
 
 from eqa_runner.errors import ConfigError
+from eqa_runner.mapping.config import FrontierPlannerConfig
 from eqa_runner.mapping.tsdf import FuseStats, TSDFVolume
 
 _NEIGHBOUR_KERNEL = np.array([[1, 1, 1], [1, 0, 1], [1, 1, 1]], dtype=np.int16)
-
-
-@dataclass
-class FrontierPlannerConfig:
-    """Planner parameters; defaults are the upstream values (EXPRESS-Bench ``fine_eqa.yaml``
-    ``planner:`` block, identical in explore-eqa ``cfg/vlm_exp.yaml``, unless noted)."""
-
-    # --- volume / fusion
-    voxel_size: float = 0.1  # fine_eqa.yaml tsdf_grid_size
-    trunc_voxels: float = 5.0  # tsdf.py: truncation = 5 * voxel_size
-    below_floor: float = 0.2  # geom.get_scene_bnds: z from floor - 0.2
-    above_floor: float = 3.5  # geom.get_scene_bnds: z to floor + 3.5
-    bounds_margin: float = 0.0  # x-y margin around the navmesh bounds, metres (upstream 0;
-    # a margin adds frontiers in the padding strips beside the outer walls)
-    margin_w_ratio: float = 0.25  # fine_eqa.yaml: explored view drops 25% of width per side
-    margin_h_ratio: float = 0.6  # fine_eqa.yaml: explored view drops 60% of height from top
-    init_clearance: float = 1.0  # fine_eqa.yaml init_clearance 0.5, doubled by main.py
-    clip_to_camera_height: bool = True  # ours: skip voxels above the camera when the narrowed
-    # (explored) view looks down; lossless for every map the planner reads (False = upstream)
-    fusion_kernel: Literal["numba", "numpy"] = "numba"  # compiled per-voxel loop (upstream
-    # compiles its projection with numba too) or vectorised numpy; bit-identical volumes
-    # --- free space / island (tsdf.get_island_around_pts defaults)
-    occupancy_height: float = 0.4  # slice tested for free space, metres above volume bottom
-    fill_dim: float = 0.4  # closing structuring element side, metres
-    # --- frontier detection and weighting (fine_eqa.yaml planner block)
-    frontier_min_neighbors: int = 3  # min unexplored 8-neighbours of a frontier cell
-    frontier_max_neighbors: int = 4  # max unexplored 8-neighbours of a frontier cell
-    eps: float = 1.0  # DBSCAN eps, in grid cells
-    dbscan_min_samples: int = 2  # tsdf.py find_next_pose
-    cluster_min_frontiers: int = 10  # tsdf.py: cluster only when more than this many cells
-    unexplored_T: float = 0.2  # temperature of the unexplored-along-normal rate
-    unoccupied_T: float = 2.0  # temperature of the unoccupied-along-normal rate
-    dist_T: float = 10.0  # metres; weight *= exp(-distance / dist_T)
-    max_unexplored_check_frontier: float = 3.0  # metres checked along the normal
-    max_unoccupied_check_frontier: float = 1.0  # metres checked along the normal
-    normal_check_cells: int = 10  # geom.find_normal_into_space num_check
-    min_dist_from_cur: float = 0.5  # near-and-aligned penalty radius (see next field)
-    close_penalty_upstream_units: bool = True  # upstream compares metres to
-    # min_dist_from_cur / voxel_size (i.e. 5 m at 0.1 m voxels); False uses metres
-    close_penalty: float = 1e-3  # weight factor for near frontiers already faced
-    close_penalty_angle: float = math.pi / 6  # "already faced" = normal within 30 deg of yaw
-    # --- pose selection
-    frontier_spacing: float = 1.5  # max back-off from the frontier, metres
-    min_backtrack: int = 2  # cells the back-off must achieve (tsdf.py)
-    max_sample_tries: int = 50  # frontier resampling attempts (tsdf.py max_try)
-    max_dist_from_cur: float = 3.0  # hop cap, metres (see hop_rule)
-    hop_rule: Literal["path_nodes", "path_length"] = "path_nodes"  # upstream: cut the island
-    # path after max_dist_from_cur / voxel_size nodes | path_length: after that many metres
-    # --- fallback when no frontier qualifies
-    fallback: Literal["random_hop", "turn"] = "random_hop"  # "turn" = upstream "current"
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass
@@ -194,7 +142,7 @@ class FrontierPlanner:
                 [floor_height - c.below_floor, floor_height + c.above_floor],
             ]
         )
-        self.volume = TSDFVolume(vol_bounds, c.voxel_size, c.trunc_voxels, kernel=c.fusion_kernel)
+        self.volume = TSDFVolume(vol_bounds, c.voxel_size, c.trunc_voxels)
         self.floor_height = float(floor_height)
         self.rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
         self._init_cells = None

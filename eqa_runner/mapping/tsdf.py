@@ -87,9 +87,10 @@ KERNELS = ("numba", "numpy")
 class TSDFVolume:
     """Dense TSDF (float32) with running-average weights and an explored flag per voxel.
 
-    ``kernel``: ``numba`` (compiled loop over the frustum box, the default) or ``numpy``
-    (vectorised over the box's candidate voxels; the reference the compiled loop is tested
-    against). Colour fusion (``store_color`` with an ``rgb`` frame) always takes the numpy path.
+    ``kernel``: ``numba`` (compiled loop over the frustum box: the production path, what the
+    planner uses) or ``numpy`` (vectorised over the box's candidate voxels: only the oracle
+    the compiled loop is tested against; not a config option). Colour fusion
+    (``store_color`` with an ``rgb`` frame) always takes the numpy path.
     """
 
     def __init__(

@@ -6,6 +6,7 @@ from typing import Any
 
 from eqa_runner.llm import OFFLINE_TAG, RequestEstimate, user
 from eqa_runner.policies.base import Policy
+from eqa_runner.policies.config import BlindPolicyConfig
 from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.prompts import load_prompt
 from eqa_runner.types import Episode, Prediction
@@ -25,7 +26,7 @@ def parse_blind_answer(text: str) -> tuple[str, bool]:
 class BlindPolicy(Policy):
     """No frames: an LLM guesses from common sense (OpenEQA's blind baseline)."""
 
-    def __init__(self, name: str = "blind") -> None:
+    def __init__(self, name: str = BlindPolicyConfig.name) -> None:
         self.name = name
 
     def _messages(self, episode: Episode, prompts_dir: str | None) -> list[dict[str, Any]]:

@@ -43,6 +43,12 @@ from eqa_runner.errors import ConfigError
 from eqa_runner.images import encode_png
 from eqa_runner.llm import OFFLINE_TAG, ImagePart, LLMClient, Message, RequestEstimate, system, user
 from eqa_runner.policies.base import Policy
+from eqa_runner.policies.config import (
+    STOP_MATCHES,
+    UNREACHABLE_HOPS,
+    ExplorePolicyConfig,
+    REPolicyConfig,
+)
 from eqa_runner.policies.context import EpisodeContext, RunResources
 from eqa_runner.policies.exploration import AnswerStep, Exploration, vec
 from eqa_runner.policies.proposer import AgentState, RandomProposer, Waypoint, WaypointProposer
@@ -56,6 +62,7 @@ from eqa_runner.policies.sim_session import (
 from eqa_runner.prompts import express_prompt
 from eqa_runner.sim import geometry as geo
 from eqa_runner.sim.base import Observation, SceneSpec
+from eqa_runner.sim.config import SimConfig
 from eqa_runner.types import Episode, Prediction
 
 __all__ = [  # the proposer API and the session are re-exported for existing imports
@@ -83,21 +90,21 @@ class ExplorePolicy(Policy):
 
     def __init__(
         self,
-        name: str = "re",
+        name: str = REPolicyConfig.name,
         proposer: Callable[[], WaypointProposer] | None = None,
-        stop_model: str | None = None,
-        max_steps: int | None = None,
-        step_ratio: float = 3.0,
-        black_pixel_ratio: float = 0.5,
-        fallback_radius_m: float = 3.0,
-        stop_match: str = "prefix",
-        unreachable_hop: str = "skip",
-        estimate_steps: int = 50,
-        image_size: tuple[int, int] = (512, 512),
+        stop_model: str | None = ExplorePolicyConfig.stop_model,
+        max_steps: int | None = ExplorePolicyConfig.max_steps,
+        step_ratio: float = ExplorePolicyConfig.step_ratio,
+        black_pixel_ratio: float = ExplorePolicyConfig.black_pixel_ratio,
+        fallback_radius_m: float = ExplorePolicyConfig.fallback_radius_m,
+        stop_match: str = ExplorePolicyConfig.stop_match,
+        unreachable_hop: str = ExplorePolicyConfig.unreachable_hop,
+        estimate_steps: int = ExplorePolicyConfig.estimate_steps,
+        image_size: tuple[int, int] = (SimConfig.width, SimConfig.height),
     ) -> None:
-        if stop_match not in ("prefix", "contains"):
+        if stop_match not in STOP_MATCHES:
             raise ValueError(f"policy.stop_match={stop_match!r}: expected prefix or contains")
-        if unreachable_hop not in ("skip", "inf"):
+        if unreachable_hop not in UNREACHABLE_HOPS:
             raise ValueError(f"policy.unreachable_hop={unreachable_hop!r}: expected skip or inf")
         if proposer is None:
             proposer = RandomProposer

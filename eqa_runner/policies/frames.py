@@ -10,13 +10,13 @@ import numpy as np
 from eqa_runner.images import image_size, load_frame, mime_of, resized_size
 from eqa_runner.llm import OFFLINE_TAG, ImagePart, RequestEstimate, user
 from eqa_runner.policies.base import Policy
+from eqa_runner.policies.config import IMAGE_FORMATS, STRATEGIES, FramesPolicyConfig
 from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.prompts import load_prompt
 from eqa_runner.types import Episode, Prediction
 
 PROMPT = "gpt4v"
 SPLIT = "User Query:"
-STRATEGIES = ("linspace", "stride", "first_last_middle", "middle")
 
 
 def select_indices(n: int, k: int, strategy: str) -> list[int]:
@@ -49,11 +49,11 @@ class FramesPolicy(Policy):
 
     def __init__(
         self,
-        name: str = "multiframe",
-        num_frames: int = 50,
-        strategy: str = "linspace",
-        image_size: int | None = 512,
-        image_format: str = "png",
+        name: str = FramesPolicyConfig.name,
+        num_frames: int = FramesPolicyConfig.num_frames,
+        strategy: str = FramesPolicyConfig.strategy,
+        image_size: int | None = FramesPolicyConfig.image_size,
+        image_format: str = FramesPolicyConfig.image_format,
     ) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(
@@ -61,7 +61,7 @@ class FramesPolicy(Policy):
             )
         if num_frames < 1:
             raise ValueError(f"policy.num_frames={num_frames}: must be >= 1")
-        if image_format not in ("png", "jpeg"):
+        if image_format not in IMAGE_FORMATS:
             raise ValueError(f"policy.image_format={image_format!r}: expected png or jpeg")
         self.name = name
         self.num_frames = num_frames

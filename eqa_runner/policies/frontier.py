@@ -20,38 +20,20 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from eqa_runner.mapping import FrontierPlanner, FrontierPlannerConfig, PlannerMaps
-from eqa_runner.mapping.tsdf import KERNELS
+from eqa_runner.mapping.config import FrontierPlannerConfig
+from eqa_runner.mapping.frontier import FrontierPlanner, PlannerMaps
+from eqa_runner.policies.config import FrontierProposerConfig
 from eqa_runner.policies.proposer import AgentState, Waypoint, WaypointProposer
 from eqa_runner.sim import geometry as geo
 from eqa_runner.sim.base import Observation, Simulator
 from eqa_runner.types import Episode
 
 SOURCES = ("frontier", "commit", "fallback")
-
-
-def planner_config(planner: Mapping[str, Any] | None) -> FrontierPlannerConfig:
-    """A :class:`FrontierPlannerConfig` from a (Hydra) mapping; unknown keys are an error."""
-    values = {str(k): v for k, v in dict(planner or {}).items()}
-    known = {f.name for f in fields(FrontierPlannerConfig)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ValueError(
-            f"policy.proposer.planner: unknown key(s) {', '.join(unknown)}; "
-            f"known: {', '.join(sorted(known))}"
-        )
-    kernel = values.get("fusion_kernel", "numba")
-    if kernel not in KERNELS:
-        raise ValueError(
-            f"policy.proposer.planner.fusion_kernel={kernel!r}: use one of {', '.join(KERNELS)}"
-        )
-    return FrontierPlannerConfig(**values)
 
 
 def bounds_normal(sim: Simulator) -> np.ndarray:
@@ -70,12 +52,16 @@ class FrontierProposer(WaypointProposer):
 
     def __init__(
         self,
-        planner: Mapping[str, Any] | None = None,
+        planner: FrontierPlannerConfig | Mapping[str, Any] | None = None,
         look_around_deg: Sequence[float] = (),
-        save_maps: bool = True,
-        map_scale: int = 4,
+        save_maps: bool = FrontierProposerConfig.save_maps,
+        map_scale: int = FrontierProposerConfig.map_scale,
     ) -> None:
-        self.cfg = planner_config(planner)
+        """``planner``: the planner settings (unknown keys are refused by the config schema,
+        and by :class:`FrontierPlannerConfig` itself when built here)."""
+        if not isinstance(planner, FrontierPlannerConfig):
+            planner = FrontierPlannerConfig(**{str(k): v for k, v in dict(planner or {}).items()})
+        self.cfg = planner
         self.look_around = [math.radians(float(d)) for d in look_around_deg]
         self.save_maps = bool(save_maps)
         self.map_scale = int(map_scale)

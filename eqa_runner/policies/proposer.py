@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from eqa_runner.policies.config import RandomProposerConfig
 from eqa_runner.sim import geometry as geo
 from eqa_runner.sim.base import Observation, Simulator
 from eqa_runner.types import Episode
@@ -85,7 +86,7 @@ class RandomProposer(WaypointProposer):
     name = "re"
     needs_sim = True
 
-    def __init__(self, radius_m: float = 3.0) -> None:
+    def __init__(self, radius_m: float = RandomProposerConfig.radius_m) -> None:
         self.radius_m = float(radius_m)
         self.sim: Simulator | None = None
         self.rng: np.random.Generator | None = None

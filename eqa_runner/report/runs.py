@@ -11,12 +11,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from eqa_runner.errors import ReportError
 from eqa_runner.records import EPISODES_FILE, SUMMARY_FILE, final_records, read_records
 from eqa_runner.report.keys import GROUPS, cell, config_key, differing_keys, flatten
-from eqa_runner.types import RECORD_FIELDS, EpisodeRecord
+from eqa_runner.types import EpisodeRecord
 
 
 @dataclass
@@ -44,31 +44,12 @@ class Run:
 
 # ----------------------------------------------------------------------------- records
 
-# The value of a field an older record lacks (docs/records.md: every field is always present).
-_EMPTY: dict[str, Any] = {"metrics": {}, "trace": {}, "timings": {}, "usage": {},
-                          "extra_answers": [], "judge_ok": False}  # fmt: skip
-
-
-def complete(rec: dict[str, Any]) -> EpisodeRecord:
-    """``rec`` with every :class:`EpisodeRecord` field (records written before a field existed).
-
-    eqa_runner.records.read_records is to return complete records itself; until then (and for
-    records from other writers) the report fills the gaps here.
-    """
-    for name in RECORD_FIELDS:
-        if rec.get(name) is None and name in _EMPTY:
-            rec[name] = type(_EMPTY[name])(_EMPTY[name])
-        else:
-            rec.setdefault(name, None)
-    return cast(EpisodeRecord, rec)
-
-
 def load_records(dirs: Iterable[Path]) -> list[EpisodeRecord]:
     """The final record of each episode (last ok, else last) over ``dirs``, in file order."""
     recs: list[dict[str, Any]] = []
     for d in dirs:
         recs += read_records(Path(d) / EPISODES_FILE)
-    return [complete(r) for r in final_records(recs).values()]
+    return list(final_records(recs).values())
 
 
 # ----------------------------------------------------------------------------- loading

@@ -5,24 +5,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from eqa_runner.schema import bounded
+
 
 @dataclass
 class RunConfig:
     """Run-loop knobs users type on the command line (``run.limit=5`` ...)."""
 
     output_dir: str | None = None  # defaults to Hydra's runtime output dir
-    limit: int | None = None  # keep the first N selected episodes
+    limit: int | None = bounded(None, ge=0)  # keep the first N selected episodes
     episodes: Any = None  # list of ids, a comma string, or a file of ids (JSON list or lines)
     shard: str | None = None  # "i/n": keep every n-th episode starting at i
-    num_shards: int | None = None  # convenience for sweeps: expands to run.shard=0/n..n-1/n
-    workers: int = 4  # concurrent episodes
+    num_shards: int | None = bounded(None, ge=1)  # sweeps: expands to run.shard=0/n..n-1/n
+    workers: int = bounded(4, ge=1)  # concurrent episodes
     seed: int = 1234
     resume: bool = False
     dry_run: bool = False
     save_artifacts: bool = False
-    episode_timeout_s: float = 1800.0
+    episode_timeout_s: float = bounded(1800.0, gt=0)
     progress: bool = True
     cache: bool = True  # disk cache of model calls
     cache_dir: str = "${oc.env:EQA_RUNNER_CACHE_DIR,.cache/eqa_runner}"
-    bootstrap_samples: int = 1000
+    bootstrap_samples: int = bounded(1000, ge=0)
     extra: dict[str, Any] = field(default_factory=dict)

@@ -1,15 +1,34 @@
-"""Registers the typed config schemas in Hydra's ConfigStore (cheap: dataclasses only)."""
+"""Registers the typed config schemas in Hydra's ConfigStore (cheap: dataclasses only), and
+the Hydra callback that checks value ranges and choices before a run directory is made."""
 
 from __future__ import annotations
 
 import re
+import sys
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import OmegaConf
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
 
+from eqa_runner.errors import UserError
 from eqa_runner.llm.config import LLMConfig
+from eqa_runner.policies.config import SCHEMAS as POLICY_SCHEMAS
 from eqa_runner.run.config import RunConfig
-from eqa_runner.sim.schema import register_sim_configs
+from eqa_runner.schema import check_config
+from eqa_runner.scoring.config import SCHEMAS as JUDGE_SCHEMAS
+from eqa_runner.sim.config import SCHEMAS as SIM_SCHEMAS
+from eqa_runner.tasks.config import SCHEMAS as TASK_SCHEMAS
+
+# group -> {schema node name -> dataclass}; a YAML option names its node in its defaults list
+SCHEMAS: dict[str, dict[str, type]] = {
+    "run": {"schema": RunConfig},
+    "llm": {"base_llm": LLMConfig},
+    "task": TASK_SCHEMAS,
+    "policy": POLICY_SCHEMAS,
+    "judge": JUDGE_SCHEMAS,
+    "sim": SIM_SCHEMAS,
+}
 
 
 def slug(text: str, max_len: int = 120) -> str:
@@ -19,10 +38,35 @@ def slug(text: str, max_len: int = 120) -> str:
 
 
 def register_configs() -> None:
-    """Make ``run: schema``, ``llm/base_llm``, the sim schemas and ``eqa_slug`` available."""
+    """Store every group's schema (``run: schema``, ``llm/base_llm``, ``policy/base_fbe`` ...)
+    and register ``eqa_slug``."""
     if not OmegaConf.has_resolver("eqa_slug"):
         OmegaConf.register_new_resolver("eqa_slug", slug)
     cs = ConfigStore.instance()
-    cs.store(group="run", name="schema", node=RunConfig)
-    cs.store(group="llm", name="base_llm", node=LLMConfig)
-    register_sim_configs()
+    for group, nodes in SCHEMAS.items():
+        for name, node in nodes.items():
+            cs.store(group=group, name=name, node=node)
+
+
+class CheckConfig(Callback):
+    """Checks ranges and choices (:func:`eqa_runner.schema.check_config`) of the composed
+    config before Hydra makes the run directory (for a sweep: its base config before the
+    sweep starts; each job's own values are checked again when the job starts).
+
+    Hydra turns a callback's exceptions into warnings, so a bad value is reported here, as
+    every command reports a user error: ``error: <message>`` on stderr, exit status 2.
+    """
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        _check_or_exit(config)
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        _check_or_exit(config)
+
+
+def _check_or_exit(config: DictConfig) -> None:
+    try:
+        check_config(config)
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        sys.exit(e.exit_code)

@@ -31,7 +31,9 @@ from eqa_runner.llm import OFFLINE_TAG, ImagePart, LLMClient, Message, RequestEs
 from eqa_runner.prompts import express_prompt
 from eqa_runner.scoring.aggregate import mean_with_ci
 from eqa_runner.scoring.base import Judge
+from eqa_runner.scoring.config import INF_POLICIES, EACJudgeConfig
 from eqa_runner.scoring.efficiency import path_weight
+from eqa_runner.sim.config import SimConfig
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
 
 log = logging.getLogger(__name__)
@@ -42,7 +44,6 @@ REASK = (
     "then correctness (a whole number from 1 to 5), e.g. 1, 4"
 )
 SIGMAS = (0.0, 0.5, 1.0)
-INF_POLICIES = ("exclude", "penalize")
 _NUM = r"\d+(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?"
 _PAIR = re.compile(rf"(?<![\w.\-])({_NUM})\s*(?:,|;|\band\b)\s*({_NUM})(?![\w.]*\d)", re.I)
 _MARK = re.compile(r"(?:mark|marks|score|scores|rating|output|answer)\s*(?:is|are)?\s*[:=]?", re.I)
@@ -121,10 +122,10 @@ class EACJudge(Judge):
 
     def __init__(
         self,
-        name: str = "eac",
-        inf_policy: str = "exclude",
-        reask_unparsable: bool = True,
-        image_size: tuple[int, int] = (512, 512),
+        name: str = EACJudgeConfig.name,
+        inf_policy: str = EACJudgeConfig.inf_policy,
+        reask_unparsable: bool = EACJudgeConfig.reask_unparsable,
+        image_size: tuple[int, int] = (SimConfig.width, SimConfig.height),
         **llm: Any,
     ) -> None:
         super().__init__(**llm)

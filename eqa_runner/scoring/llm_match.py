@@ -11,6 +11,7 @@ from eqa_runner.llm import OFFLINE_TAG, LLMClient, RequestEstimate, user
 from eqa_runner.prompts import load_prompt
 from eqa_runner.scoring.aggregate import breakdown, mean_with_ci
 from eqa_runner.scoring.base import Judge
+from eqa_runner.scoring.config import LLMMatchJudgeConfig as Schema
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
 
 log = logging.getLogger(__name__)
@@ -79,9 +80,9 @@ class LLMMatchJudge(Judge):
 
     def __init__(
         self,
-        name: str = "llm_match",
-        strip_after_last_period: bool = True,
-        reask_unparsable: bool = True,
+        name: str = Schema.name,
+        strip_after_last_period: bool = Schema.strip_after_last_period,
+        reask_unparsable: bool = Schema.reask_unparsable,
         **llm: Any,
     ) -> None:
         super().__init__(**llm)

@@ -10,16 +10,18 @@ from pathlib import Path
 
 import numpy as np
 
+from eqa_runner.sim.config import SimConfig
+
 
 @dataclass(frozen=True)
 class SensorSpec:
-    """One RGB-D camera mounted on the agent (EXPRESS defaults)."""
+    """One RGB-D camera mounted on the agent (defaults: the ``sim`` schema's)."""
 
-    width: int = 512
-    height: int = 512
-    hfov_deg: float = 90.0
-    sensor_height_m: float = 1.5
-    tilt_deg: float = 0.0
+    width: int = SimConfig.width
+    height: int = SimConfig.height
+    hfov_deg: float = SimConfig.hfov_deg
+    sensor_height_m: float = SimConfig.sensor_height_m
+    tilt_deg: float = SimConfig.tilt_deg
 
 
 @dataclass(frozen=True)

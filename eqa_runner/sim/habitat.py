@@ -37,10 +37,11 @@ from eqa_runner.sim.base import (
     as_vec3,
     find_scene_file,
 )
+from eqa_runner.sim.config import SCENE_LIGHTING, HabitatSimConfig
 
 INSTALL_HINT = "conda install habitat-sim=0.3 withbullet headless -c conda-forge -c aihabitat"
 HABITAT_SUFFIXES = (".basis.glb", ".glb", ".ply")
-LIGHTING = ("auto", "none", "default")
+
 BAKE_CELL_HEIGHT = 0.05  # m, voxel height of navmeshes baked at load (habitat's default: 0.2)
 
 
@@ -61,25 +62,25 @@ class HabitatSimulator(Simulator):
 
     def __init__(
         self,
-        width: int = 512,
-        height: int = 512,
-        hfov_deg: float = 90.0,
-        sensor_height_m: float = 1.5,
-        tilt_deg: float = 0.0,
-        agent_radius: float = 0.1,
-        agent_height: float = 1.5,
-        agent_max_climb: float = 0.2,
-        seed: int = 0,
-        gpu_device_id: int = 0,
-        scene_dataset_config: str | None = None,
-        enable_physics: bool = False,
-        max_tries: int = 100,
-        scene_lighting: str = "auto",
+        width: int = HabitatSimConfig.width,
+        height: int = HabitatSimConfig.height,
+        hfov_deg: float = HabitatSimConfig.hfov_deg,
+        sensor_height_m: float = HabitatSimConfig.sensor_height_m,
+        tilt_deg: float = HabitatSimConfig.tilt_deg,
+        agent_radius: float = HabitatSimConfig.agent_radius,
+        agent_height: float = HabitatSimConfig.agent_height,
+        agent_max_climb: float = HabitatSimConfig.agent_max_climb,
+        seed: int = HabitatSimConfig.seed,
+        gpu_device_id: int = HabitatSimConfig.gpu_device_id,
+        scene_dataset_config: str | None = HabitatSimConfig.scene_dataset_config,
+        enable_physics: bool = HabitatSimConfig.enable_physics,
+        max_tries: int = HabitatSimConfig.max_tries,
+        scene_lighting: str = HabitatSimConfig.scene_lighting,
         **_ignored: Any,
     ) -> None:
-        if scene_lighting not in LIGHTING:
+        if scene_lighting not in SCENE_LIGHTING:
             raise ConfigError(
-                f"sim.scene_lighting={scene_lighting!r}: use one of {', '.join(LIGHTING)}"
+                f"sim.scene_lighting={scene_lighting!r}: use one of {', '.join(SCENE_LIGHTING)}"
             )
         self.scene_lighting = scene_lighting
         self._init_body(width, height, hfov_deg, sensor_height_m, tilt_deg, agent_radius,

@@ -24,6 +24,7 @@ from eqa_runner.sim.base import (
     as_vec3,
     find_scene_file,
 )
+from eqa_runner.sim.config import UP_AXES, MeshSimConfig
 from eqa_runner.sim.navgrid import NavGrid
 
 log = logging.getLogger(__name__)
@@ -148,24 +149,23 @@ class MeshSimulator(Simulator):
 
     def __init__(
         self,
-        width: int = 512,
-        height: int = 512,
-        hfov_deg: float = 90.0,
-        sensor_height_m: float = 1.5,
-        tilt_deg: float = 0.0,
-        agent_radius: float = 0.1,
-        agent_height: float = 1.5,
-        agent_max_climb: float = 0.2,
-        seed: int = 0,
-        cell_size: float = 0.05,
-        snap_max_dist: float = 2.0,
-        up_axis: str = "auto",
-        interpolate_colors: bool = True,
-        shading_kernel: str = "numba",
-        cull_back_faces: bool = True,
+        width: int = MeshSimConfig.width,
+        height: int = MeshSimConfig.height,
+        hfov_deg: float = MeshSimConfig.hfov_deg,
+        sensor_height_m: float = MeshSimConfig.sensor_height_m,
+        tilt_deg: float = MeshSimConfig.tilt_deg,
+        agent_radius: float = MeshSimConfig.agent_radius,
+        agent_height: float = MeshSimConfig.agent_height,
+        agent_max_climb: float = MeshSimConfig.agent_max_climb,
+        seed: int = MeshSimConfig.seed,
+        cell_size: float = MeshSimConfig.cell_size,
+        snap_max_dist: float = MeshSimConfig.snap_max_dist,
+        up_axis: str = MeshSimConfig.up_axis,
+        interpolate_colors: bool = MeshSimConfig.interpolate_colors,
+        cull_back_faces: bool = MeshSimConfig.cull_back_faces,
         **_ignored: Any,
     ) -> None:
-        if up_axis not in ("auto", "y", "z"):
+        if up_axis not in UP_AXES:
             raise ConfigError(f"sim.up_axis={up_axis!r}: use auto, y or z")
         self.cull_back_faces = bool(cull_back_faces)
         self._init_body(width, height, hfov_deg, sensor_height_m, tilt_deg, agent_radius,
@@ -174,9 +174,6 @@ class MeshSimulator(Simulator):
         self.snap_max_dist = float(snap_max_dist)
         self.up_axis = up_axis
         self.interpolate_colors = bool(interpolate_colors)
-        if shading_kernel not in ("numba", "numpy"):
-            raise ConfigError(f"sim.shading_kernel={shading_kernel!r}: use numba or numpy")
-        self.shading_kernel = shading_kernel  # numpy: the reference path (same frames, slower)
         self._no_uv = np.zeros((1, 2), dtype=np.float32)
         self.scene: SceneSpec | None = None
         self._mesh: TriangleMeshData | None = None
@@ -288,11 +285,15 @@ class MeshSimulator(Simulator):
         self.sensor = sensor
         self._pix = None
 
-    def render(self, cam_to_world: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def render(
+        self, cam_to_world: np.ndarray, *, reference: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
         """RGB (H, W, 3) uint8 and z-depth (H, W) float32 from a habitat/OpenGL camera pose.
 
         One ray cast per frame; colour and shading come from per-face arrays prepared at load
-        (the headlight term is the only per-pixel one), all in float32.
+        (the headlight term is the only per-pixel one), all in float32, in one compiled pass.
+        ``reference=True`` shades with the numpy reference instead (the test oracle of the
+        compiled pass; identical frames, slower).
         """
         o3d = _o3d()
         s = self.sensor
@@ -307,8 +308,12 @@ class MeshSimulator(Simulator):
         n_cam = cam[:3, :3].T.astype(np.float32) @ self._fn_t  # (3, F + 1)
         out = self._cast_frame(rays, n_cam, x, y)
         t = out["t_hit"]
-        if self.shading_kernel == "numba":
-            return self._shade_compiled(out, t, n_f, n_cam, x, y, head_k)
+        shade = self._shade_reference if reference else self._shade_compiled
+        return shade(out, t, n_f, n_cam, x, y, head_k)
+
+    def _shade_reference(self, out, t, n_f, n_cam, x, y, head_k):
+        """``render``'s shading in numpy: the test oracle of :meth:`_shade_compiled`."""
+        s = self.sensor
         # misses (INVALID_ID) -> the black sentinel face; intp once instead of in every take
         pid = np.minimum(out["primitive_ids"], n_f).astype(np.intp)
         shade = np.take(n_cam[0], pid)

@@ -26,6 +26,8 @@ from typing import Any
 from eqa_runner.errors import DataError
 from eqa_runner.sim.base import parse_scene_id
 from eqa_runner.tasks.base import Task
+from eqa_runner.tasks.config import EXPRESS_POLICIES, ExpressTaskConfig
+from eqa_runner.tasks.config import EXPRESS_SPLITS as SPLITS
 from eqa_runner.tasks.scenes import scene_key, scene_problems, simulator_stub
 from eqa_runner.types import Episode
 
@@ -33,7 +35,6 @@ QUESTIONS_FILE = "express-bench.json"
 TYPES = ("object", "existence", "attribute", "location", "state", "knowledge", "counting")
 VAL_MIN_SCENE = 800  # HM3D scenes 00800-00899 are the val split, 00000-00799 train
 FETCH_HINT = "python -m eqa_runner.data fetch express"
-SPLITS = ("all", "val", "train")
 
 # field -> accepted keys, in order of preference (a dotted key looks inside a nested object)
 _ALIASES: dict[str, tuple[str, ...]] = {
@@ -197,13 +198,13 @@ class ExpressTask(Task):
         data_dir: str,
         questions_file: str | None = None,
         scenes_dir: str | None = None,
-        split: str = "all",
+        split: str = ExpressTaskConfig.split,
         scenes: Sequence[str] | None = None,
         types: Sequence[str] | None = None,
-        check_data: bool = True,
-        simulator: str = "eqa_runner.sim.mesh.MeshSimulator",
-        name: str = "express",
-        policies: Sequence[str] = ("re", "fbe"),
+        check_data: bool = ExpressTaskConfig.check_data,
+        simulator: str = "eqa_runner.sim.mesh.MeshSimulator",  # the config: ${sim._target_}
+        name: str = ExpressTaskConfig.name,
+        policies: Sequence[str] = EXPRESS_POLICIES,
     ) -> None:
         self.name = name
         self.policies = tuple(policies)

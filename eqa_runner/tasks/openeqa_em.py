@@ -12,6 +12,8 @@ from typing import Any
 
 from eqa_runner.errors import DataError
 from eqa_runner.tasks.base import Task
+from eqa_runner.tasks.config import OPENEQA_POLICIES, OPENEQA_SPLITS, OPENEQA_SUBSETS
+from eqa_runner.tasks.config import OpenEQATaskConfig as Schema
 from eqa_runner.types import Episode
 
 CATEGORIES = (
@@ -160,13 +162,13 @@ class OpenEQATask(Task):
         data_dir: str,
         questions_file: str | None = None,
         episodes_dir: str | None = None,
-        split: str = "all",
-        subset: str | None = None,
+        split: str = Schema.split,
+        subset: str | None = Schema.subset,
         categories: Sequence[str] | None = None,
-        check_data: bool = True,
-        allow_unknown_categories: bool = False,
-        name: str = "openeqa_em",
-        policies: Sequence[str] = ("blind", "single", "multiframe"),
+        check_data: bool = Schema.check_data,
+        allow_unknown_categories: bool = Schema.allow_unknown_categories,
+        name: str = Schema.name,
+        policies: Sequence[str] = OPENEQA_POLICIES,
     ) -> None:
         self.name = name
         self.policies = tuple(policies)
@@ -175,10 +177,10 @@ class OpenEQATask(Task):
             Path(questions_file) if questions_file else (self.data_dir / QUESTIONS_FILE)
         )
         self.episodes_dir = Path(episodes_dir) if episodes_dir else self.data_dir / "episodes"
-        if split not in ("all", "val", "test"):
+        if split not in OPENEQA_SPLITS:
             raise DataError(f"task.split={split!r}: OpenEQA has no official split; use all.")
         self.split = split
-        if subset not in (None, "hm3d", "scannet"):
+        if subset is not None and subset not in OPENEQA_SUBSETS:
             raise DataError(f"task.subset={subset!r}: expected hm3d, scannet or null.")
         self.subset = subset
         self.categories = [c.lower() for c in categories] if categories else None

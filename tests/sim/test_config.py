@@ -9,7 +9,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.utils import instantiate
 
-from eqa_runner.sim.schema import register_sim_configs
+from eqa_runner.run.configstore import register_configs as register_sim_configs
 
 CONF = Path(__file__).resolve().parents[2] / "eqa_runner" / "conf"
 

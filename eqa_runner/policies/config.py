@@ -1,0 +1,124 @@
+"""Typed schemas of the ``policy`` config group: one per policy family, beside its code.
+
+``conf/policy/<name>.yaml`` names its schema in its defaults list (``base_frames`` ...), its
+``_target_``, and only what differs from the schema. Nothing heavy is imported here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from omegaconf import MISSING
+
+from eqa_runner.mapping.config import FrontierPlannerConfig
+from eqa_runner.schema import bounded, one_of
+
+STRATEGIES = ("linspace", "stride", "first_last_middle", "middle")
+IMAGE_FORMATS = ("png", "jpeg")
+STOP_MATCHES = ("prefix", "contains")
+UNREACHABLE_HOPS = ("skip", "inf")
+
+
+@dataclass
+class PolicyConfig:
+    """Keys every policy has. ``name`` must match the option's file name."""
+
+    _target_: str = MISSING
+    name: str = MISSING
+
+
+@dataclass
+class BlindPolicyConfig(PolicyConfig):
+    """``policy=blind``: an LLM answers from the question alone."""
+
+    name: str = "blind"
+
+
+@dataclass
+class FramesPolicyConfig(PolicyConfig):
+    """``policy=single|multiframe``: K frames of the episode shown to a VLM."""
+
+    name: str = "multiframe"
+    num_frames: int = bounded(50, ge=1)
+    # linspace: round(linspace(0, n-1, K)) | stride | first_last_middle | middle
+    strategy: str = one_of("linspace", STRATEGIES)
+    image_size: int | None = bounded(512, gt=0)  # longer side in pixels; null = as stored
+    image_format: str = one_of("png", IMAGE_FORMATS)  # png (paper) | jpeg
+
+
+@dataclass
+class ProposerConfig:
+    """A waypoint proposer factory (``_partial_``: one proposer per episode)."""
+
+    _target_: str = MISSING
+    _partial_: bool = True
+
+
+@dataclass
+class RandomProposerConfig(ProposerConfig):
+    """``re``: a random navigable point within ``radius_m``, random yaw."""
+
+    _target_: str = "eqa_runner.policies.explore.RandomProposer"
+    radius_m: float = bounded(3.0, gt=0)
+
+
+@dataclass
+class FrontierProposerConfig(ProposerConfig):
+    """``fbe``: the frontier planner on a TSDF map of the depth frames."""
+
+    _target_: str = "eqa_runner.policies.frontier.FrontierProposer"
+    # Look-around: extra views rendered at each waypoint (habitat yaw offsets in degrees from
+    # the forward view), fused into the map only; the stop check sees the forward view alone.
+    # [] = upstream (one frame per step). Each entry costs one simulator render per step.
+    look_around_deg: list[float] = field(default_factory=list)
+    save_maps: bool = True  # run.save_artifacts=true: top-down map PNG per step (episode end)
+    map_scale: int = bounded(4, ge=1)  # PNG pixels per map cell
+    planner: FrontierPlannerConfig = field(default_factory=FrontierPlannerConfig)
+
+
+@dataclass
+class ExplorePolicyConfig(PolicyConfig):
+    """``policy=re|fbe``: the EXPRESS exploration loop with a pluggable waypoint proposer."""
+
+    proposer: Any = MISSING
+    stop_model: str | None = None  # model of the stop check; null = the policy's (llm.model)
+    max_steps: int | None = bounded(None, ge=1)  # cap on the budget int(sqrt(area) * step_ratio)
+    step_ratio: float = bounded(3.0, gt=0)
+    black_pixel_ratio: float = bounded(0.5, ge=0, le=1)  # frames this black skip the stop check
+    fallback_radius_m: float = bounded(
+        3.0, gt=0
+    )  # NaN / unsnappable waypoint: random point this close
+    # prefix: the reply starts with "yes" | contains: "yes" anywhere (upstream)
+    stop_match: str = one_of("prefix", STOP_MATCHES)
+    # skip: unreachable hops add nothing to path_len (upstream) | inf
+    unreachable_hop: str = one_of("skip", UNREACHABLE_HOPS)
+    estimate_steps: int = bounded(
+        50, ge=1
+    )  # dry run: stop checks per episode when max_steps is null
+    # frame size (width, height) for dry-run estimates
+    image_size: list[int] = bounded(default_factory=lambda: ["${sim.width}", "${sim.height}"], gt=0)
+
+
+@dataclass
+class REPolicyConfig(ExplorePolicyConfig):
+    """``policy=re``: random exploration."""
+
+    name: str = "re"
+    proposer: RandomProposerConfig = field(default_factory=RandomProposerConfig)
+
+
+@dataclass
+class FBEPolicyConfig(ExplorePolicyConfig):
+    """``policy=fbe``: frontier-based exploration."""
+
+    name: str = "fbe"
+    proposer: FrontierProposerConfig = field(default_factory=FrontierProposerConfig)
+
+
+SCHEMAS = {
+    "base_blind": BlindPolicyConfig,
+    "base_frames": FramesPolicyConfig,
+    "base_re": REPolicyConfig,
+    "base_fbe": FBEPolicyConfig,
+}

@@ -1,0 +1,56 @@
+"""Typed schemas of the ``judge`` config group: one per judge, beside its code.
+
+The model keys (``model``, ``temperature``, ...) override the policy's ``llm`` settings for the
+judge's calls. Nothing heavy is imported here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from omegaconf import MISSING
+
+from eqa_runner.schema import bounded, one_of
+
+INF_POLICIES = ("exclude", "penalize")
+
+
+@dataclass
+class JudgeConfig:
+    """Keys every judge has: its name and how to call its model."""
+
+    _target_: str = MISSING
+    name: str = MISSING
+    model: str = MISSING  # a pinned, dated snapshot (see docs/judges.md); offline = stand-in
+    temperature: float | None = bounded(0.2, ge=0)  # null: send none (provider default)
+    max_tokens: int | None = bounded(32, ge=1)
+    seed: int | None = 1234
+    api_base: str | None = None
+    api_key_env: str | None = None  # NAME of the environment variable holding the key
+    api_key: str | None = None  # always refused: keys never go in configs (use api_key_env)
+    reask_unparsable: bool = True  # ask once more when the reply cannot be parsed
+
+
+@dataclass
+class LLMMatchJudgeConfig(JudgeConfig):
+    """``judge=llm_match`` (OpenEQA): a judge LLM marks the prediction 1..5."""
+
+    name: str = "llm_match"
+    # as open-eqa's evaluate-predictions.py ("It is 2.5 m" -> "It is 2.")
+    strip_after_last_period: bool = True
+
+
+@dataclass
+class EACJudgeConfig(JudgeConfig):
+    """``judge=eac`` (EXPRESS-Bench): a judge VLM returns "sigma, delta"."""
+
+    name: str = "eac"
+    temperature: float | None = bounded(None, ge=0)  # upstream sends none; 0 = less variance
+    max_tokens: int | None = bounded(64, ge=1)
+    # exclude (paper) | penalize: infinite path/goal distances count as failures
+    inf_policy: str = one_of("exclude", INF_POLICIES)
+    # final-frame size (width, height), for dry-run estimates only
+    image_size: list[int] = bounded(default_factory=lambda: ["${sim.width}", "${sim.height}"], gt=0)
+
+
+SCHEMAS = {"base_llm_match": LLMMatchJudgeConfig, "base_eac": EACJudgeConfig}

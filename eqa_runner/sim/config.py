@@ -1,0 +1,61 @@
+"""Typed schemas of the ``sim`` config group (registered in Hydra's ConfigStore).
+
+The simulator constructors take their defaults from here; nothing heavy is imported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from omegaconf import MISSING
+
+from eqa_runner.schema import bounded, one_of
+
+UP_AXES = ("auto", "y", "z")
+SCENE_LIGHTING = ("auto", "none", "default")
+
+
+@dataclass
+class SimConfig:
+    """Keys shared by every backend (sensor and agent body). The defaults are one set for both
+    backends, those of upstream EXPRESS-Bench (habitat-sim's default agent: height 1.5 m,
+    radius 0.1 m; camera 512x512, HFOV 90 deg, 1.5 m high, no tilt)."""
+
+    _target_: str = MISSING
+    width: int = bounded(512, ge=1)  # pixels
+    height: int = bounded(512, ge=1)  # pixels
+    hfov_deg: float = bounded(90.0, gt=0, lt=180)
+    sensor_height_m: float = bounded(1.5, gt=0)  # camera above the agent base
+    tilt_deg: float = bounded(0.0, ge=-90, le=90)  # camera pitch, negative looks down
+    agent_radius: float = bounded(0.1, gt=0)
+    agent_height: float = bounded(1.5, gt=0)
+    agent_max_climb: float = bounded(0.2, ge=0)
+    seed: int = 0
+
+
+@dataclass
+class MeshSimConfig(SimConfig):
+    """open3d raycasting backend (``sim=mesh``)."""
+
+    cell_size: float = bounded(0.05, gt=0)  # navigable grid resolution (m)
+    snap_max_dist: float = bounded(2.0, gt=0)  # snap_point gives NaN beyond this (m)
+    # auto: .glb/.gltf z up (HM3D, as habitat-sim reads them), other formats y up; "z" for
+    # z-up meshes (ScanNet); everything is converted to habitat's y-up frame
+    up_axis: str = one_of("auto", UP_AXES)
+    cull_back_faces: bool = True  # single-sided triangles, as habitat-sim's rasteriser draws them
+    interpolate_colors: bool = True  # barycentric vertex colours (else flat face colours)
+
+
+@dataclass
+class HabitatSimConfig(SimConfig):
+    """habitat-sim backend (``sim=habitat``; 0.3.x and 0.2.x)."""
+
+    gpu_device_id: int = bounded(0, ge=0)
+    scene_dataset_config: str | None = None  # default: *.scene_dataset_config.json near scenes
+    enable_physics: bool = False
+    max_tries: int = bounded(100, ge=1)  # get_random_navigable_point_near attempts
+    # auto: glTF scenes unlit (HM3D textures carry their shading), .ply lit | none | default
+    scene_lighting: str = one_of("auto", SCENE_LIGHTING)
+
+
+SCHEMAS = {"base_sim": SimConfig, "base_mesh": MeshSimConfig, "base_habitat": HabitatSimConfig}
