@@ -165,7 +165,7 @@ def mean_interval(
         return Interval(None, None, None, 0, 0, "iid", level, samples)
     sums, sizes, used = _units(values, clusters, method)
     lo, hi = _bootstrap(sums, sizes, samples, seed, level)
-    mean = float(np.mean(np.asarray(list(values.values()), dtype=float)))
+    mean = math.fsum(float(v) for v in values.values()) / len(values)  # order-independent
     return Interval(mean, lo, hi, len(values), sums.size, used, level, samples)
 
 
