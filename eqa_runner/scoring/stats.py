@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 import warnings
 from collections import defaultdict
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from scipy import stats as sps
@@ -269,7 +269,7 @@ def weighted_kappa(
     return float("nan") if den == 0 else 1.0 - float((w * o).sum()) / den
 
 
-def _corr(fn, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+def _corr(fn: Callable[..., Any], x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     if x.size < 2:
         return float("nan"), float("nan")
     with warnings.catch_warnings():
