@@ -98,6 +98,9 @@ class ExplorePolicyConfig(PolicyConfig):
     )  # dry run: stop checks per episode when max_steps is null
     # frame size (width, height) for dry-run estimates
     image_size: list[int] = bounded(default_factory=lambda: ["${sim.width}", "${sim.height}"], gt=0)
+    # the task's rules for the loop (budget, per-step question, answer step): the ``protocol``
+    # node its task config selects (conf/protocol/); null for tasks that do not explore
+    protocol: Any = "${oc.select:protocol,null}"
 
 
 @dataclass
@@ -115,6 +118,22 @@ class FBEPolicyConfig(ExplorePolicyConfig):
     name: str = "fbe"
     proposer: FrontierProposerConfig = field(default_factory=FrontierProposerConfig)
 
+
+@dataclass
+class ProtocolConfig:
+    """A task's exploration protocol (eqa_runner/policies/protocol.py), selected by the task."""
+
+    _target_: str = MISSING
+
+
+@dataclass
+class ExpressProtocolConfig(ProtocolConfig):
+    """``protocol=express``: stop check each step, answer from the decision frame or blind."""
+
+    _target_: str = "eqa_runner.policies.protocol.ExpressProtocol"
+
+
+PROTOCOL_SCHEMAS = {"base_express_protocol": ExpressProtocolConfig}
 
 SCHEMAS = {
     "base_blind": BlindPolicyConfig,

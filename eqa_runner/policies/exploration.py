@@ -26,7 +26,7 @@ class Exploration:
     episode: Episode
     proposer: WaypointProposer
     stop_llm: LLMClient
-    goal: np.ndarray
+    goal: np.ndarray | None  # EXPRESS's goal position (d_T); None for tasks without one
     state: AgentState  # the agent now (after the last hop)
     area: float = 0.0  # x-z area of the scene's navmesh bounds
     budget: int = 0
@@ -50,11 +50,7 @@ class Exploration:
             "answer_prompt": answer.prompt,
             "path_len": self.path_len,
             "unreachable_hops": self.unreachable,
-            "gt_geodesic": float(self.episode.meta["geodesic_distance"]),
-            "d_t": float(self.d_t),
-            "d_t_valid": bool(math.isfinite(self.d_t)),
             "final_position": vec(self.state.position),
-            "goal_position": vec(self.goal),
             "steps": self.steps,
             "judge_images": answer.judge_images,
             "stop_model": self.stop_llm.model,
@@ -64,6 +60,11 @@ class Exploration:
             },
             "params": answer.params,
         }
+        if self.goal is not None:  # EXPRESS: the reference length and the final goal distance
+            trace["gt_geodesic"] = float(self.episode.meta["geodesic_distance"])
+            trace["d_t"] = float(self.d_t)
+            trace["d_t_valid"] = bool(math.isfinite(self.d_t))
+            trace["goal_position"] = vec(self.goal)
         trace["source_counts"] = dict(Counter(s["source"] for s in self.steps if "source" in s))
         trace.update(answer.trace)
         return trace

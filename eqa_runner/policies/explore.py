@@ -16,11 +16,11 @@ frame; an exhausted budget answers blind (the "random answer" prompt).
 - :meth:`~ExplorePolicy.answer`, the answer step, turns the finished :class:`Exploration` into
   an :class:`AnswerStep` (the answer text, prompt used, parameters sent, judge images).
 
-Exploration tasks that answer differently reuse the loop and override only the answer step: a
-subclass of :class:`ExplorePolicy` overriding :meth:`~ExplorePolicy.answer` (and, to keep a
-frame memory, :meth:`~ExplorePolicy.on_frame`, called with every non-black frame). E.g. A-EQA
-answers in free form from the remembered frames; HM-EQA picks an option letter (its scores go
-in ``AnswerStep.trace``).
+What differs between exploration tasks is the task's :class:`ExploreProtocol`
+(:mod:`eqa_runner.policies.protocol`): the step budget, the question asked at every step (the
+EXPRESS stop check), a hook for every frame (a frame memory) and the answer step. The task's
+config picks it (``protocol: express | aeqa | hmeqa``) and the policy receives it as
+``policy.protocol: ${protocol}``; so ``policy=fbe`` runs on every exploration task.
 
 The proposer API lives in :mod:`eqa_runner.policies.proposer`, the shared simulator (one thread,
 scene leases) in :mod:`eqa_runner.policies.sim_session`. The run builds the simulator from
@@ -34,14 +34,13 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from eqa_runner.errors import ConfigError
 from eqa_runner.images import encode_png
-from eqa_runner.llm import OFFLINE_TAG, ImagePart, LLMClient, Message, RequestEstimate, system, user
+from eqa_runner.llm import LLMClient, RequestEstimate
 from eqa_runner.policies.base import Policy
 from eqa_runner.policies.config import (
     STOP_MATCHES,
@@ -52,6 +51,7 @@ from eqa_runner.policies.config import (
 from eqa_runner.policies.context import EpisodeContext, RunResources
 from eqa_runner.policies.exploration import AnswerStep, Exploration, vec
 from eqa_runner.policies.proposer import AgentState, RandomProposer, Waypoint, WaypointProposer
+from eqa_runner.policies.protocol import ExploreProtocol, ExpressProtocol
 from eqa_runner.policies.sim_session import (
     SimSession,
     goal_distance,
@@ -59,7 +59,6 @@ from eqa_runner.policies.sim_session import (
     observe_at,
     propose_and_hop,
 )
-from eqa_runner.prompts import express_prompt
 from eqa_runner.sim import geometry as geo
 from eqa_runner.sim.base import Observation, SceneSpec
 from eqa_runner.sim.config import SimConfig
@@ -77,14 +76,13 @@ __all__ = [  # the proposer API and the session are re-exported for existing imp
 ]
 
 log = logging.getLogger(__name__)
+EXPRESS = ExpressProtocol()  # the default protocol when a policy is built in code
 
-STOP_PROMPT, ANSWER_PROMPT, BLIND_PROMPT = "explore", "answer", "random_answer"
-JUDGE_IMAGES_DIR = "judge_images"
-OFFLINE_STOP_AFTER = 2  # offline stand-in: "no" for steps 0 and 1, then "yes"
 
 
 class ExplorePolicy(Policy):
-    """EXPRESS exploration with a pluggable :class:`WaypointProposer` (``re``, ``fbe``)."""
+    """Exploration with a pluggable :class:`WaypointProposer` (``re``, ``fbe``) under a task's
+    :class:`ExploreProtocol`."""
 
     needs_sim = True
 
@@ -101,7 +99,13 @@ class ExplorePolicy(Policy):
         unreachable_hop: str = ExplorePolicyConfig.unreachable_hop,
         estimate_steps: int = ExplorePolicyConfig.estimate_steps,
         image_size: tuple[int, int] = (SimConfig.width, SimConfig.height),
+        protocol: ExploreProtocol | None = EXPRESS,  # null from a config: a task without one
     ) -> None:
+        if not isinstance(protocol, ExploreProtocol):
+            raise ConfigError(
+                f"policy={name} explores under its task's protocol, and this task has none "
+                f"(got {type(protocol).__name__}); exploration tasks: express, aeqa, hmeqa."
+            )
         if stop_match not in STOP_MATCHES:
             raise ValueError(f"policy.stop_match={stop_match!r}: expected prefix or contains")
         if unreachable_hop not in UNREACHABLE_HOPS:
@@ -126,6 +130,7 @@ class ExplorePolicy(Policy):
         self.image_size = (int(image_size[0]), int(image_size[1]))
         self._stop_clients: dict[int, LLMClient] = {}
         self.session: SimSession | None = None  # set by open(), for the run
+        self.protocol = protocol
 
     # -------------------------------------------------------------- per-run lifecycle
     def open(self, resources: RunResources) -> None:
@@ -149,9 +154,8 @@ class ExplorePolicy(Policy):
             session.close()
 
     def budget(self, scene_area: float) -> int:
-        """EXPRESS step budget ``int(sqrt(area) * 3)`` (at least 1), capped by ``max_steps``."""
-        n = max(1, int(math.sqrt(max(scene_area, 0.0)) * self.step_ratio))
-        return min(n, int(self.max_steps)) if self.max_steps else n
+        """The task's step budget for a scene of ``scene_area`` m² (EXPRESS: sqrt(area) * 3)."""
+        return self.protocol.budget(self, scene_area)
 
     def stop_client(self, ctx: EpisodeContext) -> LLMClient:
         """The stop check's model: ``policy.stop_model`` or the policy's own model."""
@@ -166,23 +170,6 @@ class ExplorePolicy(Policy):
                 cache_salt=ctx.llm.cache_salt,
             )
         return self._stop_clients[key]
-
-    # -------------------------------------------------------------- messages
-    @staticmethod
-    def _msgs(name: str, prompts_dir: str | None, text: str, *images: ImagePart) -> list[Message]:
-        sys_text, user_text, _ = express_prompt(name, prompts_dir)
-        out = [system(sys_text)] if sys_text else []
-        out.append(user(f"{user_text}\n\n{text}", *images))
-        return out
-
-    def stop_messages(self, ep: Episode, prompts_dir: str | None, *img: ImagePart) -> list[Message]:
-        return self._msgs(STOP_PROMPT, prompts_dir, f"QUESTION: {ep.question}", *img)
-
-    def answer_messages(
-        self, ep: Episode, prompts_dir: str | None, *img: ImagePart
-    ) -> list[Message]:
-        name = ANSWER_PROMPT if img else BLIND_PROMPT
-        return self._msgs(name, prompts_dir, f"Q: {ep.question}\nA:", *img)
 
     # -------------------------------------------------------------- one episode
     async def predict(self, episode: Episode, ctx: EpisodeContext) -> Prediction:
@@ -210,7 +197,7 @@ class ExplorePolicy(Policy):
             episode=episode,
             proposer=proposer,
             stop_llm=self.stop_client(ctx),
-            goal=np.asarray(meta["goal_position"], dtype=float),
+            goal=None if meta.get("goal_position") is None else np.asarray(meta["goal_position"]),
             state=AgentState(0, start, rot0, float(start[1])),
         )
         t_start = time.perf_counter()
@@ -220,7 +207,8 @@ class ExplorePolicy(Policy):
             for step in range(x.budget):
                 if await self._step(x, step, session, ctx):
                     break
-            x.d_t = await session.call(goal_distance, session.sim, x.state, x.goal)
+            if x.goal is not None:
+                x.d_t = await session.call(goal_distance, session.sim, x.state, x.goal)
         x.explore_s = time.perf_counter() - t_start
         return x
 
@@ -240,8 +228,8 @@ class ExplorePolicy(Policy):
             t1 = time.perf_counter()
             await ctx.run_cpu(x.proposer.update, obs, x.state)
             rec["t_update_s"] = round(time.perf_counter() - t1, 4)
-            self.on_frame(x, obs, x.last_frame)
-            if await self._stop_check(x, rec, ctx):
+            self.protocol.on_frame(x, obs, x.last_frame)
+            if await self.protocol.check_step(self, x, rec, ctx):
                 x.stopped = True
                 x.steps.append(rec)
                 return True
@@ -262,22 +250,6 @@ class ExplorePolicy(Policy):
             ctx.artifacts_dir.mkdir(parents=True, exist_ok=True)
             (ctx.artifacts_dir / f"step_{rec['step']:03d}.png").write_bytes(x.last_frame)
         return obs, black
-
-    def on_frame(self, x: Exploration, obs: Observation, png: bytes) -> None:
-        """Hook for every non-black frame (e.g. a frame memory for an answer step); no-op here."""
-        return None
-
-    async def _stop_check(self, x: Exploration, rec: dict[str, Any], ctx: EpisodeContext) -> bool:
-        """Ask the stop model whether the current view suffices to answer."""
-        t1 = time.perf_counter()
-        word = "yes" if rec["step"] >= OFFLINE_STOP_AFTER else "no"
-        c = await x.stop_llm.acomplete(
-            self.stop_messages(x.episode, ctx.prompts_dir, ImagePart(x.last_frame)),
-            offline_reply=f"{word} {OFFLINE_TAG}",
-        )
-        rec["stop_reply"] = c.text
-        rec["t_stop_s"] = round(time.perf_counter() - t1, 4)
-        return _is_yes(c.text, self.stop_match)
 
     async def _move(
         self, x: Exploration, rec: dict[str, Any], session: SimSession, ctx: EpisodeContext
@@ -316,49 +288,19 @@ class ExplorePolicy(Policy):
 
     # -------------------------------------------------------------- the answer step
     async def answer(self, episode: Episode, ctx: EpisodeContext, x: Exploration) -> AnswerStep:
-        """EXPRESS: answer from the decision frame after an early stop, blind after an exhausted
-        budget; the judge sees the last frame (saved under ``judge_images/``)."""
-        t1 = time.perf_counter()
-        images = (ImagePart(x.last_frame),) if x.stopped else ()
-        c = await ctx.llm.acomplete(
-            self.answer_messages(episode, ctx.prompts_dir, *images),
-            offline_reply=f"{OFFLINE_TAG} answer",
-        )
-        judge_images: list[str] = []
-        if ctx.run_dir is not None and x.last_frame:
-            rel = Path(JUDGE_IMAGES_DIR) / f"{_safe(episode.episode_id)}.png"
-            (ctx.run_dir / rel).parent.mkdir(parents=True, exist_ok=True)
-            (ctx.run_dir / rel).write_bytes(x.last_frame)
-            judge_images.append(rel.as_posix())
-        return AnswerStep(
-            answer=c.text.replace("A:", "").strip(),
-            prompt=ANSWER_PROMPT if x.stopped else BLIND_PROMPT,
-            params=c.params,
-            images_for_judge=[x.last_frame],
-            judge_images=judge_images,
-            seconds=time.perf_counter() - t1,
-        )
+        """The task protocol's answer from the finished exploration."""
+        return await self.protocol.answer(self, episode, ctx, x)
 
     # -------------------------------------------------------------- dry run / prompts
     def estimate_requests(
         self, episode: Episode, task: Any, prompts_dir: str | None
     ) -> list[RequestEstimate]:
-        """Without a simulator: ``max_steps`` (else ``estimate_steps``) stop checks + 1 answer."""
+        """Without a simulator: ``max_steps`` (else ``estimate_steps``) steps + the answer."""
         n = int(self.max_steps) if self.max_steps else self.estimate_steps
-        stop = RequestEstimate(
-            "policy", self.stop_messages(episode, prompts_dir), [self.image_size]
-        )
-        answer = RequestEstimate(
-            "policy", self._msgs(ANSWER_PROMPT, prompts_dir, f"Q: {episode.question}\nA:"),
-            [self.image_size],
-        )  # fmt: skip
-        return [stop] * n + [answer]
+        return self.protocol.estimate_requests(self, episode, prompts_dir, n)
 
     def prompts(self, prompts_dir: str | None) -> dict[str, dict[str, object]]:
-        return {
-            n: express_prompt(n, prompts_dir)[2].record()
-            for n in (STOP_PROMPT, ANSWER_PROMPT, BLIND_PROMPT)
-        }
+        return self.protocol.prompts(prompts_dir)
 
 
 def _setup(session: SimSession, spec: SceneSpec, x: Exploration, rng: np.random.Generator) -> float:
@@ -370,18 +312,7 @@ def _setup(session: SimSession, spec: SceneSpec, x: Exploration, rng: np.random.
     return area
 
 
-def _safe(s: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in s)[:120]
-
-
 def _frame_info(rgb: np.ndarray, black_ratio: float) -> tuple[bytes, bool]:
     """(PNG bytes, whether the frame is mostly black: >= black_ratio of the pixels are 0)."""
     n_black = int(np.count_nonzero(rgb.reshape(-1, rgb.shape[-1]).sum(axis=1) == 0))
     return encode_png(rgb), n_black >= black_ratio * rgb.shape[0] * rgb.shape[1]
-
-
-def _is_yes(reply: str, mode: str) -> bool:
-    text = reply.strip().lower()
-    if mode == "contains":  # the upstream script's test
-        return "yes" in text
-    return text.lstrip("*_`'\"“‘([ \t\n").startswith("yes")

@@ -13,6 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from eqa_runner.errors import UserError
 from eqa_runner.llm.config import LLMConfig
+from eqa_runner.policies.config import PROTOCOL_SCHEMAS
 from eqa_runner.policies.config import SCHEMAS as POLICY_SCHEMAS
 from eqa_runner.run.config import RunConfig
 from eqa_runner.schema import check_config
@@ -26,6 +27,7 @@ SCHEMAS: dict[str, dict[str, type]] = {
     "llm": {"base_llm": LLMConfig},
     "task": TASK_SCHEMAS,
     "policy": POLICY_SCHEMAS,
+    "protocol": PROTOCOL_SCHEMAS,
     "judge": JUDGE_SCHEMAS,
     "sim": SIM_SCHEMAS,
 }
