@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from eqa_runner.llm import OFFLINE_TAG, ImagePart, Message, RequestEstimate, system, user
 from eqa_runner.policies.context import EpisodeContext
@@ -26,12 +26,18 @@ from eqa_runner.prompts import express_prompt
 from eqa_runner.sim.base import Observation
 from eqa_runner.types import Episode
 
-if TYPE_CHECKING:
-    from eqa_runner.policies.explore import ExplorePolicy
-
 STOP_PROMPT, ANSWER_PROMPT, BLIND_PROMPT = "explore", "answer", "random_answer"
 JUDGE_IMAGES_DIR = "judge_images"
 OFFLINE_STOP_AFTER = 2  # offline stand-in: "no" for steps 0 and 1, then "yes"
+
+
+class ExplorePolicy(Protocol):
+    """What a protocol reads of the exploration policy running it (its loop settings)."""
+
+    step_ratio: float
+    max_steps: int | None
+    stop_match: str
+    image_size: tuple[int, int]
 
 
 class ExploreProtocol:
