@@ -79,7 +79,6 @@ log = logging.getLogger(__name__)
 EXPRESS = ExpressProtocol()  # the default protocol when a policy is built in code
 
 
-
 class ExplorePolicy(Policy):
     """Exploration with a pluggable :class:`WaypointProposer` (``re``, ``fbe``) under a task's
     :class:`ExploreProtocol`."""
