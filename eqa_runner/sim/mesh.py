@@ -125,7 +125,7 @@ def load_mesh_file(path: Path, up_axis: str = "auto") -> TriangleMeshData:
                     t = np.arange(len(v)).reshape(-1, 3)
                     c = np.repeat(face_col, 3, axis=0)
                 else:
-                    base = np.asarray(mat.base_color)[:3] if mat is not None else [0.7] * 3
+                    base = np.asarray(mat.base_color)[:3] if mat is not None else np.full(3, 0.7)
                     base = _linear_to_srgb(base) if gltf and mat is not None else base
                     c = np.tile(np.asarray(base, dtype=np.float64), (len(v), 1))
             verts.append(v)
@@ -177,7 +177,7 @@ class MeshSimulator(Simulator):
         self._no_uv = np.zeros((1, 2), dtype=np.float32)
         self.scene: SceneSpec | None = None
         self._mesh: TriangleMeshData | None = None
-        self._rc = None  # o3d.t.geometry.RaycastingScene
+        self._rc: Any = None  # o3d.t.geometry.RaycastingScene (open3d is untyped)
         self._grids: dict[float, NavGrid] = {}
         self._floor: float | None = None
         self._pos = np.zeros(3)

@@ -187,6 +187,13 @@ class _Plan:
 class _State:
     """Configuration, counters, rule counters and request log; all guarded by one lock."""
 
+    # set by reset()
+    rule_counts: collections.Counter[tuple[int, str]]
+    counts: dict[str, collections.Counter[str]]
+    totals: dict[str, int]
+    bucket: float
+    bucket_t: float
+
     def __init__(self, settings: dict[str, Any]) -> None:
         self.lock = threading.Lock()
         self.stop_event = threading.Event()
@@ -239,8 +246,8 @@ class _State:
         with self.lock:
             self.n = 0
             self.in_flight = self.max_in_flight = 0
-            self.rule_counts: collections.Counter[tuple[int, str]] = collections.Counter()
-            self.counts: dict[str, collections.Counter[str]] = {
+            self.rule_counts = collections.Counter()
+            self.counts = {
                 k: collections.Counter() for k in ("by_status", "by_fault", "by_model", "by_rule")
             }
             self.totals = {"images": 0, "prompt_tokens": 0, "completion_tokens": 0}
