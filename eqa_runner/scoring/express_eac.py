@@ -234,13 +234,13 @@ class EACJudge(Judge):
     ) -> dict[str, Any]:
         ok = [r for r in records if r["status"] == "ok"]
         scored = [r for r in ok if r["judge_ok"]]
-        kw = {"samples": bootstrap_samples, "seed": seed}
+        kw: dict[str, Any] = {"samples": bootstrap_samples, "seed": seed}
         answer = {id(r): self._answer_values(r["metrics"]) for r in scored}
         dist = {id(r): self._distance(r) for r in ok}
         kept = [r for r in scored if answer[id(r)] is not None]
 
         def metric(rs: Sequence[EpisodeRecord], i: int) -> list[float]:
-            return [answer[id(r)][i] for r in rs if answer.get(id(r)) is not None]
+            return [a[i] for r in rs if (a := answer.get(id(r))) is not None]
 
         def dists(rs: Sequence[EpisodeRecord]) -> list[float]:
             return [d for r in rs if (d := dist.get(id(r))) is not None]
