@@ -199,6 +199,7 @@ class TSDFVolume:
         else:
             depth = np.where(np.isfinite(depth), depth, 0.0).astype(np.float32, copy=False)
             max_depth = float(depth.max()) if depth.size else 0.0
+        box: tuple[slice, ...] | None
         if restrict_to_frustum:
             box = self.frustum_box(max_depth, depth.shape, k, t)
             if box is not None and max_height is not None:
