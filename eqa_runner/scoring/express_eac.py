@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -199,7 +199,7 @@ class EACJudge(Judge):
         }
 
     # -------------------------------------------------------------- aggregation
-    def _answer_values(self, m: dict[str, Any]) -> tuple[float, float, float] | None:
+    def _answer_values(self, m: Mapping[str, Any]) -> tuple[float, float, float] | None:
         """(C, C*, E_path) contributions in [0, 1] of one judged episode; None = excluded."""
         path = _num(m.get("path_len"))
         if math.isinf(path) or math.isnan(path):
@@ -225,7 +225,7 @@ class EACJudge(Judge):
             return gt if math.isfinite(gt) else None
         return None
 
-    def progress_value(self, metrics: dict[str, float]) -> float | None:
+    def progress_value(self, metrics: Mapping[str, float | None]) -> float | None:
         v = self._answer_values(metrics) if "c" in metrics else None
         return None if v is None else v[0]
 

@@ -58,4 +58,8 @@ class HabitatSimConfig(SimConfig):
     scene_lighting: str = one_of("auto", SCENE_LIGHTING)
 
 
-SCHEMAS = {"base_sim": SimConfig, "base_mesh": MeshSimConfig, "base_habitat": HabitatSimConfig}
+SCHEMAS: dict[str, type] = {
+    "base_sim": SimConfig,
+    "base_mesh": MeshSimConfig,
+    "base_habitat": HabitatSimConfig,
+}
