@@ -44,9 +44,10 @@ class Run:
 
 # ----------------------------------------------------------------------------- records
 
+
 def load_records(dirs: Iterable[Path]) -> list[EpisodeRecord]:
     """The final record of each episode (last ok, else last) over ``dirs``, in file order."""
-    recs: list[dict[str, Any]] = []
+    recs: list[EpisodeRecord] = []
     for d in dirs:
         recs += read_records(Path(d) / EPISODES_FILE)
     return list(final_records(recs).values())
@@ -129,7 +130,7 @@ def shard_of(run: Run) -> str | None:
 def load_run(run_dir: Path) -> Run:
     run_dir = Path(run_dir)
     summary: dict[str, Any] | None = None
-    notes = []
+    notes: list[str] = []
     if (run_dir / SUMMARY_FILE).is_file():
         summary = json.loads((run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
     config = load_config(run_dir, summary)
@@ -216,8 +217,8 @@ def merge_shards(runs: list[Run]) -> list[Run]:
 def _merge(shards: list[Run]) -> Run:
     parsed = []
     for s in shards:
-        i, _, n = str(shard_of(s)).partition("/")
-        parsed.append((int(i), int(n), s))
+        index, _, count = str(shard_of(s)).partition("/")
+        parsed.append((int(index), int(count), s))
     parsed.sort(key=lambda t: t[0])
     n = max(t[1] for t in parsed)
     first = parsed[0][2]
