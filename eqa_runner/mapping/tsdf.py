@@ -165,7 +165,11 @@ class TSDFVolume:
         hi = np.clip(hi, 0, self.dims)
         if (hi <= lo).any():
             return None
-        return tuple(slice(int(a), int(b)) for a, b in zip(lo, hi, strict=True))  # type: ignore[return-value]
+        return (
+            slice(int(lo[0]), int(hi[0])),
+            slice(int(lo[1]), int(hi[1])),
+            slice(int(lo[2]), int(hi[2])),
+        )
 
     def integrate(
         self,
