@@ -42,7 +42,7 @@ import threading
 import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, cast
 
 FAULT_KINDS = (
     "429", "429_no_retry_after", "500", "503", "reset", "timeout", "malformed", "empty", "length"
@@ -394,7 +394,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     @property
     def state(self) -> _State:
-        return self.server.state  # type: ignore[attr-defined]
+        # the handler only ever runs in an _HTTPServer (typeshed: a BaseServer)
+        return cast(_HTTPServer, self.server).state
 
     def _send(self, status: int, body: bytes | str, ctype: str = "application/json",
               headers: dict[str, str] | None = None) -> None:  # fmt: skip
@@ -504,6 +505,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _HTTPServer(ThreadingHTTPServer):
+    state: _State  # set by LLMTestServer.start() before serving
     daemon_threads = True
     block_on_close = False
     request_queue_size = 256
@@ -538,7 +540,7 @@ class LLMTestServer:
         if self._httpd is None:
             self.state.stop_event.clear()
             self._httpd = _HTTPServer((self.host, self._want_port), _Handler)
-            self._httpd.state = self.state  # type: ignore[attr-defined]
+            self._httpd.state = self.state
             self._thread = threading.Thread(
                 target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
                 name=f"llm-test-server-{self.port}", daemon=True,
