@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from eqa_runner.errors import ReportError
 from eqa_runner.records import EPISODES_FILE, SUMMARY_FILE, final_records, read_records
@@ -98,9 +98,10 @@ def load_config(run_dir: Path, summary: dict[str, Any] | None) -> dict[str, Any]
         register_configs()
         cfg = OmegaConf.load(cfg_file)
         try:
-            return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+            # a run's config.yaml is a mapping (omegaconf types any node's container)
+            return cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True))
         except Exception:
-            return OmegaConf.to_container(cfg, resolve=False)  # type: ignore[return-value]
+            return cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=False))
     if summary and isinstance(summary.get("config"), dict):
         return summary["config"]
     return {}
