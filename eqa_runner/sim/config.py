@@ -58,8 +58,4 @@ class HabitatSimConfig(SimConfig):
     scene_lighting: str = one_of("auto", SCENE_LIGHTING)
 
 
-SCHEMAS: dict[str, type] = {
-    "base_sim": SimConfig,
-    "base_mesh": MeshSimConfig,
-    "base_habitat": HabitatSimConfig,
-}
+SCHEMAS = {"base_sim": SimConfig, "base_mesh": MeshSimConfig, "base_habitat": HabitatSimConfig}
