@@ -21,8 +21,10 @@ test:  ## set-up (+ chromium) and the whole suite (slow included; slurm tests ne
 test-fast: setup  ## the suite without slow tests
 	$(PY) -m pytest -m "not slow"
 
-lint:  ## ruff lint + format check
+lint:  ## ruff lint + format check, mypy, the layer contracts (lint-imports)
 	$(PY) -m ruff check . && $(PY) -m ruff format --check .
+	$(PY) -m mypy
+	$(dir $(PY))lint-imports
 
 format:  ## ruff format + autofix
 	$(PY) -m ruff format . && $(PY) -m ruff check --fix .
@@ -31,4 +33,4 @@ bench: setup  ## run the benchmarks (results: docs/benchmarks.md)
 	$(PY) bench/frame_pipeline.py && $(PY) bench/run_loop.py && $(PY) bench/startup.py
 
 clean:  ## remove outputs and caches (keeps data/)
-	rm -rf outputs multirun .cache .pytest_cache .ruff_cache
+	rm -rf outputs multirun .cache .pytest_cache .ruff_cache .mypy_cache .import_linter_cache

@@ -99,6 +99,7 @@ def check_jit() -> tuple[bool, str]:
         ms = warm_up()
         stats = fuse_box.stats
         how = "loaded from cache" if sum(stats.cache_hits.values()) else "compiled"
+        assert stats.cache_path is not None  # numba gives one with cache=True
         where = Path(stats.cache_path)
         writable = os.access(where if where.exists() else where.parent, os.W_OK)
         note = "" if writable else " NOT writable: set NUMBA_CACHE_DIR to a writable dir"

@@ -12,7 +12,7 @@ import asyncio
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -32,12 +32,14 @@ def load_run_config(run_dir: Path, overrides: list[str]) -> DictConfig:
     if not path.is_file():
         raise ConfigError(f"{path}: not found; is {run_dir} an eqa_runner run directory?")
     cfg = OmegaConf.load(path)
+    if not isinstance(cfg, DictConfig):
+        raise ConfigError(f"{path}: not a mapping; is {run_dir} an eqa_runner run directory?")
     bad = [o for o in overrides if "=" not in o]
     if bad:
         raise ConfigError(f"overrides must look like key=value, got {bad}")
     OmegaConf.set_struct(cfg, False)
-    cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(overrides))
-    return cfg
+    # merging into a DictConfig gives a DictConfig (omegaconf types the result of any merge)
+    return cast(DictConfig, OmegaConf.merge(cfg, OmegaConf.from_dotlist(overrides)))
 
 
 def episode_from_record(rec: EpisodeRecord) -> Episode:
@@ -67,7 +69,7 @@ def tag_for(model: str) -> str:
 def rejudge(run_dir: Path, overrides: list[str], *, tag: str | None = None) -> dict[str, Any]:
     """Re-score every ok episode of ``run_dir`` with the judge in the (overridden) config."""
     cfg = load_run_config(run_dir, overrides)
-    judge = build(cfg.judge, Judge, "judge")
+    judge = build(cfg.judge, Judge, "judge")  # type: ignore[type-abstract]  # python/mypy#4717
     tag = tag or tag_for(str(judge.llm_overrides.get("model")))
     src = final_records(read_records(run_dir / EPISODES_FILE))
     out_name = f"episodes.rejudged-{tag}.jsonl"
@@ -93,13 +95,22 @@ def rejudge(run_dir: Path, overrides: list[str], *, tag: str | None = None) -> d
                             judge_llm,
                             cfg.prompts.get("dir"),
                         )
-                        new.update(judge_raw=s.raw, judge_ok=s.ok, metrics=s.metrics, error=None)
+                        new.update(
+                            {
+                                "judge_raw": s.raw,
+                                "judge_ok": s.ok,
+                                "metrics": dict(s.metrics),
+                                "error": None,
+                            }
+                        )
                     except Exception as exc:  # noqa: BLE001 - recorded
                         new.update(
-                            status="error",
-                            judge_ok=False,
-                            metrics={},
-                            error=error_info(exc, "judge"),
+                            {
+                                "status": "error",
+                                "judge_ok": False,
+                                "metrics": {},
+                                "error": error_info(exc, "judge"),
+                            }
                         )
             new["usage"] = usage.as_dict()
         w.write(new)

@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, Node, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from eqa_runner.errors import ConfigError
@@ -92,7 +92,7 @@ def _problems(node: Any, path: str) -> list[tuple[bool, str]]:
     out: list[tuple[bool, str]] = []
     for key in node:
         child = node._get_node(key)
-        where = f"{path}.{key}"
+        where = f"{path}.{key!s}"
         if isinstance(child, DictConfig):
             out += _problems(child, where)
             continue
@@ -113,7 +113,8 @@ def _problems(node: Any, path: str) -> list[tuple[bool, str]]:
 def _copied(node: Any) -> bool:
     """Whether the value (or an element of a list value) is an interpolation."""
     if isinstance(node, ListConfig):
-        return any(node._get_node(i)._is_interpolation() for i in range(len(node)))
+        items = (node._get_node(i) for i in range(len(node)))
+        return any(isinstance(item, Node) and item._is_interpolation() for item in items)
     return bool(node._is_interpolation())
 
 

@@ -33,6 +33,7 @@ from eqa_runner.demo.furniture import (
     ON_TOP,
     ROOM_CONTENT,
     STATES,
+    Box,
     add_chairs,
     furniture,
     small_lamp,
@@ -251,7 +252,7 @@ def generate_apartment(
         room = next(r for r in rooms if r.name == priv[0])
         closed = deg[room.name] == 1 and rng.random() < 0.35
         color = str(rng.choice(["white", "brown"]))
-        state = "closed" if closed else "open"
+        state: str | None = "closed" if closed else "open"
         w, t, c, line = d["width"] - 0.04, 0.04, d["center"], d["line"]
         if closed:  # (along-wall lo, hi), (across-wall lo, hi)
             along, across = (c - w / 2, c + w / 2), (line - t / 2, line + t / 2)
@@ -260,12 +261,16 @@ def generate_apartment(
             sgn = 1.0 if abs(lo_edge - line) < 1e-6 else -1.0
             a0, a1 = line + sgn * WALL_T / 2, line + sgn * (WALL_T / 2 + w)
             along, across = (c - w / 2, c - w / 2 + t), (min(a0, a1), max(a0, a1))
+        corner_lo: tuple[float, float, float]
+        corner_hi: tuple[float, float, float]
         if d["axis"] == 1:  # wall along x at z = line
-            lo, hi = (along[0], 0.0, across[0]), (along[1], DOOR_H - 0.02, across[1])
+            corner_lo = (along[0], 0.0, across[0])
+            corner_hi = (along[1], DOOR_H - 0.02, across[1])
         else:  # wall along z at x = line
-            lo, hi = (across[0], 0.0, along[0]), (across[1], DOOR_H - 0.02, along[1])
-        size = tuple(float(b - a) for a, b in zip(lo, hi, strict=True))
-        boxes = [(lo, hi, COLORS[color])]
+            corner_lo = (across[0], 0.0, along[0])
+            corner_hi = (across[1], DOOR_H - 0.02, along[1])
+        size = tuple(float(b - a) for a, b in zip(corner_lo, corner_hi, strict=True))
+        boxes: list[Box] = [(corner_lo, corner_hi, COLORS[color])]
         cx = cz = 0.0
         k = 0
         add_object("door", color, state, room, cx, cz, k, size_boxes=(size, boxes))

@@ -160,7 +160,7 @@ def _start_pose(sim, apt, goal: np.ndarray, goal_room: str, rng):
 
 def _express_candidates(apt: Apartment) -> dict[str, list[dict[str, Any]]]:
     objs = [o for o in apt.objects if _reachable(apt, o)]
-    by_room = Counter((o.room, o.name) for o in apt.objects)
+    by_room: Counter[tuple[str, str | None]] = Counter((o.room, o.name) for o in apt.objects)
     by_name = Counter(o.name for o in apt.objects)
     c: dict[str, list[dict[str, Any]]] = {t: [] for t in EXPRESS_TYPES}
     for o in objs:
@@ -302,7 +302,7 @@ def _walkthrough(sim: MeshSimulator, apt: Apartment, rng) -> list[tuple[np.ndarr
     """Poses (position, yaw): a look-around in every accessible room, joined by paths."""
     order = [r for r in apt.rooms if r.accessible]
     order.sort(key=lambda r: (r.name != "living room", r.name))
-    adj = {r.name: set() for r in apt.rooms}
+    adj: dict[str, set[str]] = {r.name: set() for r in apt.rooms}
     for d in apt.doorways:
         a, b = d["rooms"]
         adj[a].add(b)
@@ -382,7 +382,7 @@ def _openeqa_questions(apt: Apartment, visible: set[int], rng) -> list[dict[str,
                 if o.name == "door"
                 else f"Is {_the(o.name)} in the {o.room} {STATE_WORDS[o.name]}?"
             )
-            item = {"question": q, "answer": o.state}
+            item: dict[str, Any] = {"question": q, "answer": o.state}
             if o.state in ("on", "open"):
                 item["extra_answers"] = [f"it is {o.state}"]
             c["object state recognition"].append(item)
@@ -441,7 +441,7 @@ def write_openeqa_demo(
         if len(poses) > max_frames:
             keep = np.round(np.linspace(0, len(poses) - 1, max_frames)).astype(int)
             poses = [poses[i] for i in keep]
-        pix = Counter()
+        pix: Counter[int] = Counter()
         intr4 = np.eye(4)
         intr4[:3, :3] = k_mat
         np.savetxt(ep_dir / "intrinsic_color.txt", intr4, fmt="%.6f")
@@ -473,7 +473,7 @@ def write_openeqa_demo(
     return path
 
 
-def _visible_ids(sim: MeshSimulator, apt: Apartment, obs) -> Counter:
+def _visible_ids(sim: MeshSimulator, apt: Apartment, obs) -> Counter[int]:
     """Pixel counts per object id in a frame (raycast at a quarter of the resolution)."""
     s = sim.sensor
     v, u = np.mgrid[0 : s.height : 4, 0 : s.width : 4]

@@ -226,7 +226,7 @@ class LLMClient:
         payload = self.check_images(messages)
         sent = self.sent_params(params)
         key = self.cache_key(messages, sent) if self.cache else None
-        if key and (hit := self.cache.get(key)) is not None:
+        if key and self.cache and (hit := self.cache.get(key)) is not None:
             c = Completion(**{**hit, "cached": True, "retries": 0, "latency_s": 0.0})
             account(c)
             return c
@@ -258,7 +258,7 @@ class LLMClient:
                     "non-reasoning model."
                 )
             c = c2
-        if key:
+        if key and self.cache:
             self.cache.put(
                 key,
                 {k: v for k, v in asdict(c).items() if k not in ("cached", "retries", "latency_s")},

@@ -46,7 +46,7 @@ def message_images(messages: Sequence[Message]) -> list[ImagePart]:
 
 
 def message_text(messages: Sequence[Message]) -> str:
-    out = []
+    out: list[str] = []
     for m in messages:
         parts = m["content"] if isinstance(m["content"], list) else [m["content"]]
         out.extend(p for p in parts if isinstance(p, str))

@@ -500,7 +500,8 @@ class FrontierPlanner:
         angle = float(math.atan2(direction[1], direction[0]) - math.pi / 2)
         angle = (angle + math.pi) % (2 * math.pi) - math.pi
         self._last_yaw = angle
-        target = tuple(int(v) for v in self._target["next"]) if self._target else None
+        nxt = self._target["next"] if self._target else None
+        target = None if nxt is None else (int(nxt[0]), int(nxt[1]))
         self.maps = PlannerMaps(
             origin=(float(vol.origin[0]), float(vol.origin[1])),
             voxel_size=vol.voxel_size,
@@ -520,4 +521,4 @@ class FrontierPlanner:
             frontier_cell=None if chosen is None else [int(chosen[0]), int(chosen[1])],
             committed_target=list(target) if target else None,
         )
-        return Waypoint((float(xy[0]), float(xy[1])), angle, source, info)  # type: ignore[arg-type]
+        return Waypoint((float(xy[0]), float(xy[1])), angle, source, info)

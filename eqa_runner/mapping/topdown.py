@@ -48,7 +48,7 @@ def render_topdown(
     draw = ImageDraw.Draw(pil)
     ny = explored.shape[1]
 
-    def px(cell: Sequence[float]) -> tuple[float, float]:
+    def px(cell: Sequence[float] | np.ndarray) -> tuple[float, float]:
         return ((cell[0] + 0.5) * scale, (ny - 1 - cell[1] + 0.5) * scale)
 
     def world_px(p: Sequence[float]) -> tuple[float, float]:

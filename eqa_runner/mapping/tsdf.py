@@ -165,7 +165,11 @@ class TSDFVolume:
         hi = np.clip(hi, 0, self.dims)
         if (hi <= lo).any():
             return None
-        return tuple(slice(int(a), int(b)) for a, b in zip(lo, hi, strict=True))  # type: ignore[return-value]
+        return (
+            slice(int(lo[0]), int(hi[0])),
+            slice(int(lo[1]), int(hi[1])),
+            slice(int(lo[2]), int(hi[2])),
+        )
 
     def integrate(
         self,
@@ -199,6 +203,7 @@ class TSDFVolume:
         else:
             depth = np.where(np.isfinite(depth), depth, 0.0).astype(np.float32, copy=False)
             max_depth = float(depth.max()) if depth.size else 0.0
+        box: tuple[slice, ...] | None
         if restrict_to_frustum:
             box = self.frustum_box(max_depth, depth.shape, k, t)
             if box is not None and max_height is not None:

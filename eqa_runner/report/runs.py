@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from eqa_runner.errors import ReportError
 from eqa_runner.records import EPISODES_FILE, SUMMARY_FILE, final_records, read_records
@@ -44,9 +44,10 @@ class Run:
 
 # ----------------------------------------------------------------------------- records
 
+
 def load_records(dirs: Iterable[Path]) -> list[EpisodeRecord]:
     """The final record of each episode (last ok, else last) over ``dirs``, in file order."""
-    recs: list[dict[str, Any]] = []
+    recs: list[EpisodeRecord] = []
     for d in dirs:
         recs += read_records(Path(d) / EPISODES_FILE)
     return list(final_records(recs).values())
@@ -97,9 +98,10 @@ def load_config(run_dir: Path, summary: dict[str, Any] | None) -> dict[str, Any]
         register_configs()
         cfg = OmegaConf.load(cfg_file)
         try:
-            return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+            # a run's config.yaml is a mapping (omegaconf types any node's container)
+            return cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True))
         except Exception:
-            return OmegaConf.to_container(cfg, resolve=False)  # type: ignore[return-value]
+            return cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=False))
     if summary and isinstance(summary.get("config"), dict):
         return summary["config"]
     return {}
@@ -129,7 +131,7 @@ def shard_of(run: Run) -> str | None:
 def load_run(run_dir: Path) -> Run:
     run_dir = Path(run_dir)
     summary: dict[str, Any] | None = None
-    notes = []
+    notes: list[str] = []
     if (run_dir / SUMMARY_FILE).is_file():
         summary = json.loads((run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
     config = load_config(run_dir, summary)
@@ -216,8 +218,8 @@ def merge_shards(runs: list[Run]) -> list[Run]:
 def _merge(shards: list[Run]) -> Run:
     parsed = []
     for s in shards:
-        i, _, n = str(shard_of(s)).partition("/")
-        parsed.append((int(i), int(n), s))
+        index, _, count = str(shard_of(s)).partition("/")
+        parsed.append((int(index), int(count), s))
     parsed.sort(key=lambda t: t[0])
     n = max(t[1] for t in parsed)
     first = parsed[0][2]

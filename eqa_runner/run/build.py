@@ -1,9 +1,13 @@
 """Building a run's components from the config: task, policy, judge, simulator, model clients."""
 
+# build() is given the abstract base classes (Task, Policy, Judge, Simulator) to check what
+# Hydra instantiated; mypy rejects abstract classes for a type[T] parameter (python/mypy#4717).
+# mypy: disable-error-code="type-abstract"
+
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -69,7 +73,8 @@ def resolve_output_dir(cfg: DictConfig) -> Path:
 def llm_clients(cfg: DictConfig, judge: Judge, salt: dict[str, str]) -> tuple[LLMClient, LLMClient]:
     """The policy's and the judge's model clients, checked for credentials before any episode."""
     cache = DiskCache(cfg.run.cache_dir) if cfg.run.cache else None
-    base = OmegaConf.to_container(cfg.llm, resolve=True)
+    # a DictConfig's container is a dict (omegaconf types the result of any node)
+    base = cast(dict[str, Any], OmegaConf.to_container(cfg.llm, resolve=True))
     policy_llm = LLMClient(base, role="policy", cache=cache, cache_salt=salt)
     judge_cfg = {**base, **{k: v for k, v in judge.llm_overrides.items()}}
     judge_llm = LLMClient(judge_cfg, role="judge", cache=cache, cache_salt=salt)

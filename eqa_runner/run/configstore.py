@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
@@ -22,7 +23,7 @@ from eqa_runner.sim.config import SCHEMAS as SIM_SCHEMAS
 from eqa_runner.tasks.config import SCHEMAS as TASK_SCHEMAS
 
 # group -> {schema node name -> dataclass}; a YAML option names its node in its defaults list
-SCHEMAS: dict[str, dict[str, type]] = {
+SCHEMAS: dict[str, Mapping[str, type]] = {
     "run": {"schema": RunConfig},
     "llm": {"base_llm": LLMConfig},
     "task": TASK_SCHEMAS,

@@ -20,7 +20,7 @@ def dry_run(cfg: DictConfig, parts: Components, episodes: Sequence[Episode]) -> 
         "policy": cfg.llm.get("max_tokens"),
         "judge": judge.llm_overrides.get("max_tokens"),
     }
-    totals = {
+    totals: dict[str, dict[str, Any]] = {
         role: {
             "model": m,
             "requests": 0,
@@ -56,7 +56,7 @@ def dry_run(cfg: DictConfig, parts: Components, episodes: Sequence[Episode]) -> 
     if len(episodes) > 5:
         lines.append(f"  … and {len(episodes) - 5} more")
     for role, t in totals.items():
-        cost = (
+        cost_text = (
             "unknown (no price for this model)"
             if t["cost_usd"] is None
             else f"${t['cost_usd']:.2f}"
@@ -64,7 +64,7 @@ def dry_run(cfg: DictConfig, parts: Components, episodes: Sequence[Episode]) -> 
         lines.append(
             f"  {role:6s} {t['model']}: {t['requests']} requests, "
             f"{t['prompt_tokens']:,} prompt tokens ({t['images']} images), "
-            f"≤{t['completion_tokens']:,} completion tokens, est. cost {cost}"
+            f"≤{t['completion_tokens']:,} completion tokens, est. cost {cost_text}"
         )
     if problems:
         lines.append(f"  {len(problems)} episode(s) could not be estimated, e.g. {problems[0]}")

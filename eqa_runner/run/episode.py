@@ -89,7 +89,12 @@ async def run_episode(ep: Episode, run: RunContext) -> EpisodeRecord:
                 score = await run.judge.score(ep, pred, run.judge_llm, run.settings.prompts_dir)
                 rec["timings"]["judge_s"] = time.perf_counter() - t1
                 rec.update(
-                    judge_raw=score.raw, judge_ok=score.ok, metrics=score.metrics, status="ok"
+                    {
+                        "judge_raw": score.raw,
+                        "judge_ok": score.ok,
+                        "metrics": dict(score.metrics),
+                        "status": "ok",
+                    }
                 )
 
             await asyncio.wait_for(_both(), timeout=run.settings.episode_timeout_s)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -40,7 +40,16 @@ PACKAGES = (
     "habitat-sim",
 )
 # the summed usage counters (cost_usd, a float or None, is summed apart)
-USAGE_COUNTS = (
+UsageCount = Literal[
+    "calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_unknown_calls",
+    "cached_calls",
+    "retries",
+    "failed_calls",
+]
+USAGE_COUNTS: tuple[UsageCount, ...] = (
     "calls",
     "prompt_tokens",
     "completion_tokens",
@@ -180,7 +189,8 @@ def write_summary(
     if stop:
         models["stop"] = str(stop)
     summary = build_summary(
-        config=OmegaConf.to_container(cfg, resolve=True),
+        # a DictConfig's container is a dict (omegaconf types the result of any node)
+        config=cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True)),
         task_info=inputs.task_info,
         selected_ids=ids,
         final=final,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from eqa_runner.llm import LLMClient, Message, RequestEstimate, user
@@ -50,11 +50,11 @@ class Judge(ABC):
     ) -> dict[str, Any]:
         """Headline metrics, breakdowns and intervals from final per-episode records."""
 
-    def progress_value(self, metrics: dict[str, float]) -> float | None:
+    def progress_value(self, metrics: Mapping[str, float | None]) -> float | None:
         """One episode's contribution (0..1) to the progress-bar metric; None to skip it."""
         return metrics.get(self.headline)
 
-    def running_metric(self, metrics: Sequence[dict[str, float]]) -> float | None:
+    def running_metric(self, metrics: Sequence[Mapping[str, float | None]]) -> float | None:
         """The headline metric so far, in percent (the run loop keeps it incrementally)."""
         vals = [v for m in metrics if (v := self.progress_value(m)) is not None]
         return 100.0 * sum(vals) / len(vals) if vals else None

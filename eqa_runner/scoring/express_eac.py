@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -199,7 +199,7 @@ class EACJudge(Judge):
         }
 
     # -------------------------------------------------------------- aggregation
-    def _answer_values(self, m: dict[str, Any]) -> tuple[float, float, float] | None:
+    def _answer_values(self, m: Mapping[str, Any]) -> tuple[float, float, float] | None:
         """(C, C*, E_path) contributions in [0, 1] of one judged episode; None = excluded."""
         path = _num(m.get("path_len"))
         if math.isinf(path) or math.isnan(path):
@@ -225,7 +225,7 @@ class EACJudge(Judge):
             return gt if math.isfinite(gt) else None
         return None
 
-    def progress_value(self, metrics: dict[str, float]) -> float | None:
+    def progress_value(self, metrics: Mapping[str, float | None]) -> float | None:
         v = self._answer_values(metrics) if "c" in metrics else None
         return None if v is None else v[0]
 
@@ -234,13 +234,13 @@ class EACJudge(Judge):
     ) -> dict[str, Any]:
         ok = [r for r in records if r["status"] == "ok"]
         scored = [r for r in ok if r["judge_ok"]]
-        kw = {"samples": bootstrap_samples, "seed": seed}
+        kw: dict[str, Any] = {"samples": bootstrap_samples, "seed": seed}
         answer = {id(r): self._answer_values(r["metrics"]) for r in scored}
         dist = {id(r): self._distance(r) for r in ok}
         kept = [r for r in scored if answer[id(r)] is not None]
 
         def metric(rs: Sequence[EpisodeRecord], i: int) -> list[float]:
-            return [answer[id(r)][i] for r in rs if answer.get(id(r)) is not None]
+            return [a[i] for r in rs if (a := answer.get(id(r))) is not None]
 
         def dists(rs: Sequence[EpisodeRecord]) -> list[float]:
             return [d for r in rs if (d := dist.get(id(r))) is not None]

@@ -145,8 +145,8 @@ class LLMMatchJudge(Judge):
         self, records: Sequence[EpisodeRecord], *, bootstrap_samples: int = 1000, seed: int = 0
     ) -> dict[str, Any]:
         scored = [r for r in records if r["status"] == "ok" and r["judge_ok"]]
-        vals = [r["metrics"]["llm_match"] for r in scored]
-        kw = {"scale": 100.0, "samples": bootstrap_samples, "seed": seed}
+        vals = [v for r in scored if (v := r["metrics"]["llm_match"]) is not None]
+        kw: dict[str, Any] = {"scale": 100.0, "samples": bootstrap_samples, "seed": seed}
         return {
             "headline": {"llm_match": mean_with_ci(vals, **kw)},
             "metric_note": "llm_match: OpenEQA LLM-Match in percent, mean of 100*(s-1)/4 over "

@@ -240,8 +240,8 @@ def paired_difference(
 
 
 def weighted_kappa(
-    a: Sequence[float],
-    b: Sequence[float],
+    a: Sequence[float] | np.ndarray,
+    b: Sequence[float] | np.ndarray,
     *,
     marks: Sequence[float] = (1, 2, 3, 4, 5),
     weights: Literal["linear", "quadratic"] | None = "linear",

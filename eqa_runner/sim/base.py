@@ -153,7 +153,9 @@ def parse_scene_id(scene_id: str) -> tuple[str | None, str, str]:
         raise ValueError(f"not an HM3D-style scene id (expected NNNNN-<hash>): {scene_id!r}")
     dirname = parts[idx]
     split = parts[idx - 1] if idx >= 1 and parts[idx - 1] in SPLITS else None
-    return split, dirname, _SCENE_DIR_RE.match(dirname).group(2)  # type: ignore[union-attr]
+    m = _SCENE_DIR_RE.match(dirname)
+    assert m is not None  # idx was picked by this match
+    return split, dirname, m.group(2)
 
 
 def scene_candidates(scenes_dir: Path, scene_id: str, suffixes: Iterable[str]) -> list[Path]:

@@ -113,8 +113,8 @@ def matrix_to_quat(r: np.ndarray) -> np.ndarray:
     else:
         s = math.sqrt(1.0 + r[2, 2] - r[0, 0] - r[1, 1]) * 2
         q = [(r[1, 0] - r[0, 1]) / s, (r[0, 2] + r[2, 0]) / s, (r[1, 2] + r[2, 1]) / s, 0.25 * s]
-    q = quat_normalize(q)
-    return -q if q[0] < 0 else q
+    unit = quat_normalize(q)
+    return -unit if unit[0] < 0 else unit
 
 
 def quat_wxyz_to_xyzw(q: np.ndarray | list[float]) -> np.ndarray:

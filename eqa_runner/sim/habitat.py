@@ -90,9 +90,10 @@ class HabitatSimulator(Simulator):
         self.enable_physics = bool(enable_physics)
         self.max_tries = int(max_tries)
         self.scene: SceneSpec | None = None
-        self._sim = None
-        self._agent = None
-        self._hs = None
+        # habitat_sim ships no type information: its Simulator, Agent and module are Any
+        self._sim: Any = None
+        self._agent: Any = None
+        self._hs: Any = None
         self._pool: ThreadPoolExecutor | None = None
 
     # ------------------------------------------------------------------ threading
@@ -234,7 +235,7 @@ class HabitatSimulator(Simulator):
         state = hs.AgentState()
         state.position = pos.astype(np.float32)
         state.rotation = quat_from_coeffs(geo.quat_wxyz_to_xyzw(rot))  # coeffs are x, y, z, w
-        self._agent.set_state(state)  # type: ignore[union-attr]
+        self._agent.set_state(state)
 
     def agent_pose(self) -> tuple[np.ndarray, np.ndarray]:
         return self._call(self._agent_pose)
@@ -243,7 +244,7 @@ class HabitatSimulator(Simulator):
         self._require()
         from habitat_sim.utils.common import quat_to_coeffs
 
-        st = self._agent.get_state()  # type: ignore[union-attr]
+        st = self._agent.get_state()
         return (
             np.asarray(st.position, dtype=np.float64),
             geo.quat_xyzw_to_wxyz(quat_to_coeffs(st.rotation)),
@@ -256,10 +257,10 @@ class HabitatSimulator(Simulator):
         self._require()
         from habitat_sim.utils.common import quat_to_coeffs
 
-        obs = self._sim.get_sensor_observations()  # type: ignore[union-attr]
+        obs = self._sim.get_sensor_observations()
         rgb = np.asarray(obs["color_sensor"])[..., :3].astype(np.uint8, copy=True)
         depth = np.asarray(obs["depth_sensor"], dtype=np.float32).copy()
-        st = self._agent.get_state().sensor_states["depth_sensor"]  # type: ignore[union-attr]
+        st = self._agent.get_state().sensor_states["depth_sensor"]
         cam = np.eye(4)
         cam[:3, :3] = geo.quat_to_matrix(geo.quat_xyzw_to_wxyz(quat_to_coeffs(st.rotation)))
         cam[:3, 3] = np.asarray(st.position, dtype=np.float64)
@@ -270,7 +271,7 @@ class HabitatSimulator(Simulator):
     # ------------------------------------------------------------------ navigation
     def _pf(self):
         self._require()
-        return self._sim.pathfinder  # type: ignore[union-attr]
+        return self._sim.pathfinder
 
     def snap_point(self, p) -> np.ndarray:
         p = as_vec3(p)

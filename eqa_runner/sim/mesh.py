@@ -125,7 +125,7 @@ def load_mesh_file(path: Path, up_axis: str = "auto") -> TriangleMeshData:
                     t = np.arange(len(v)).reshape(-1, 3)
                     c = np.repeat(face_col, 3, axis=0)
                 else:
-                    base = np.asarray(mat.base_color)[:3] if mat is not None else [0.7] * 3
+                    base = np.asarray(mat.base_color)[:3] if mat is not None else np.full(3, 0.7)
                     base = _linear_to_srgb(base) if gltf and mat is not None else base
                     c = np.tile(np.asarray(base, dtype=np.float64), (len(v), 1))
             verts.append(v)
@@ -177,7 +177,7 @@ class MeshSimulator(Simulator):
         self._no_uv = np.zeros((1, 2), dtype=np.float32)
         self.scene: SceneSpec | None = None
         self._mesh: TriangleMeshData | None = None
-        self._rc = None  # o3d.t.geometry.RaycastingScene
+        self._rc: Any = None  # o3d.t.geometry.RaycastingScene (open3d is untyped)
         self._grids: dict[float, NavGrid] = {}
         self._floor: float | None = None
         self._pos = np.zeros(3)
@@ -240,9 +240,11 @@ class MeshSimulator(Simulator):
         self._tri_s = np.vstack([self._tri32, np.full((1, 3), len(self._vcol), np.int32)])
         self._clip_rgb = bool(self._vcol.max(initial=0.0) > 1.0)
 
-    def _require(self) -> None:
+    def _require(self) -> TriangleMeshData:
+        """The loaded scene's mesh; RuntimeError when no scene is loaded."""
         if self._rc is None or self._mesh is None:
             raise RuntimeError("no scene loaded: call load_scene() first")
+        return self._mesh
 
     # ------------------------------------------------------------------ raycasting
     def cast(self, origins: np.ndarray, dirs: np.ndarray) -> dict[str, np.ndarray]:
@@ -437,7 +439,7 @@ class MeshSimulator(Simulator):
 
     def _main_floor(self) -> float:
         """Lowest height with >= 25% of the largest area of horizontal triangles."""
-        v = np.asarray(self._mesh.vertices)  # type: ignore[union-attr]
+        v = np.asarray(self._require().vertices)
         t = self._tri
         a, b, c = v[t[:, 0]], v[t[:, 1]], v[t[:, 2]]
         cr = np.cross(b - a, c - a)
@@ -471,7 +473,7 @@ class MeshSimulator(Simulator):
         """Navigable cells: floor within max_climb below, no obstacle in the body column."""
         from scipy.ndimage import distance_transform_edt
 
-        v = np.asarray(self._mesh.vertices)  # type: ignore[union-attr]
+        v = np.asarray(self._require().vertices)
         c = self.cell_size
         pad = 2 * c
         lo = v[:, [0, 2]].min(axis=0) - pad
@@ -496,7 +498,7 @@ class MeshSimulator(Simulator):
     def _rasterize_band(self, y0: float, y1: float, lo: np.ndarray, shape) -> np.ndarray:
         """Occupancy (nx, nz) of mesh surface points with y in [y0, y1] (dense barycentric
         sampling at a third of the cell size, so thin walls leave no gaps)."""
-        v = np.asarray(self._mesh.vertices)  # type: ignore[union-attr]
+        v = np.asarray(self._require().vertices)
         tri = v[self._tri]  # (F, 3, 3)
         ymin, ymax = tri[:, :, 1].min(axis=1), tri[:, :, 1].max(axis=1)
         tri = tri[(ymax >= y0) & (ymin <= y1)]

@@ -45,7 +45,7 @@ class NavGrid:
     # ------------------------------------------------------------------ coordinates
     @property
     def shape(self) -> tuple[int, int]:
-        return self.navigable.shape  # type: ignore[return-value]
+        return self.navigable.shape
 
     def cell_of(self, x: float, z: float) -> tuple[int, int]:
         return int(np.floor((x - self.x0) / self.c)), int(np.floor((z - self.z0) / self.c))

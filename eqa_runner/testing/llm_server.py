@@ -42,7 +42,7 @@ import threading
 import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, cast
 
 FAULT_KINDS = (
     "429", "429_no_retry_after", "500", "503", "reset", "timeout", "malformed", "empty", "length"
@@ -187,6 +187,13 @@ class _Plan:
 class _State:
     """Configuration, counters, rule counters and request log; all guarded by one lock."""
 
+    # set by reset()
+    rule_counts: collections.Counter[tuple[int, str]]
+    counts: dict[str, collections.Counter[str]]
+    totals: dict[str, int]
+    bucket: float
+    bucket_t: float
+
     def __init__(self, settings: dict[str, Any]) -> None:
         self.lock = threading.Lock()
         self.stop_event = threading.Event()
@@ -239,8 +246,8 @@ class _State:
         with self.lock:
             self.n = 0
             self.in_flight = self.max_in_flight = 0
-            self.rule_counts: collections.Counter[tuple[int, str]] = collections.Counter()
-            self.counts: dict[str, collections.Counter[str]] = {
+            self.rule_counts = collections.Counter()
+            self.counts = {
                 k: collections.Counter() for k in ("by_status", "by_fault", "by_model", "by_rule")
             }
             self.totals = {"images": 0, "prompt_tokens": 0, "completion_tokens": 0}
@@ -387,7 +394,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     @property
     def state(self) -> _State:
-        return self.server.state  # type: ignore[attr-defined]
+        # the handler only ever runs in an _HTTPServer (typeshed: a BaseServer)
+        return cast(_HTTPServer, self.server).state
 
     def _send(self, status: int, body: bytes | str, ctype: str = "application/json",
               headers: dict[str, str] | None = None) -> None:  # fmt: skip
@@ -497,6 +505,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _HTTPServer(ThreadingHTTPServer):
+    state: _State  # set by LLMTestServer.start() before serving
     daemon_threads = True
     block_on_close = False
     request_queue_size = 256
@@ -531,7 +540,7 @@ class LLMTestServer:
         if self._httpd is None:
             self.state.stop_event.clear()
             self._httpd = _HTTPServer((self.host, self._want_port), _Handler)
-            self._httpd.state = self.state  # type: ignore[attr-defined]
+            self._httpd.state = self.state
             self._thread = threading.Thread(
                 target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
                 name=f"llm-test-server-{self.port}", daemon=True,

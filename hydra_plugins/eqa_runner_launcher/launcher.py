@@ -18,7 +18,7 @@ import re
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, filter_overrides
@@ -106,9 +106,10 @@ class WaitForAllLauncher(BaseSubmititLauncher):
 
     def _failure_report(self, failed: list[dict[str, Any]], total: int, sweep_dir: Path) -> str:
         assert self.config is not None
+        # hydra.overrides.hydra is a list of strings (omegaconf types any node's container)
         hydra_ov = [
             o
-            for o in OmegaConf.to_container(self.config.hydra.overrides.hydra)
+            for o in cast(list[str], OmegaConf.to_container(self.config.hydra.overrides.hydra))
             if not o.startswith(_DROP)
         ]
         lines = [

@@ -1,0 +1,81 @@
+"""The layer rule and the types are part of the suite, so `make test` (what CI runs) fails when
+either breaks: import-linter's contracts (pyproject [tool.importlinter]: layers point downward,
+no cycles between sibling modules; docs/architecture.md) and mypy (pyproject [tool.mypy]).
+
+The tools run as subprocesses of the interpreter running the tests (its venv has the dev extras),
+from the checkout, so they check the checkout's code rather than an installed copy.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LINT_IMPORTS = "import sys; from importlinter.cli import lint_imports_command as c; sys.exit(c())"
+
+
+def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(cwd)}  # the package under cwd, not an installed one
+    return subprocess.run(
+        [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def _lint_imports(cwd: Path) -> subprocess.CompletedProcess[str]:
+    return _run(["-c", LINT_IMPORTS, "--no-cache"], cwd)
+
+
+def test_layer_contracts_are_kept():
+    proc = _lint_imports(ROOT)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "Contracts: 2 kept, 0 broken." in out
+
+
+@pytest.fixture
+def package_copy(tmp_path: Path) -> Path:
+    """A copy of the package and its pyproject (the contracts) to break on purpose."""
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copytree(
+        ROOT / "eqa_runner", tmp_path / "eqa_runner", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    return tmp_path
+
+
+def _append(path: Path, line: str) -> None:
+    path.write_text(path.read_text(encoding="utf-8") + f"\n{line}\n", encoding="utf-8")
+
+
+def test_an_upward_import_breaks_the_layers(package_copy: Path):
+    # the simulator layer must not import the run layer above it
+    _append(package_copy / "eqa_runner" / "sim" / "geometry.py", "import eqa_runner.run.context")
+    proc = _lint_imports(package_copy)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert "Layers point downward (docs/architecture.md) BROKEN" in out
+    assert "eqa_runner.sim.geometry -> eqa_runner.run.context" in out
+
+
+def test_a_sibling_cycle_breaks_the_acyclic_contract(package_copy: Path):
+    # inside one package (no layer crossed): mesh imports geometry; geometry importing mesh
+    # closes a cycle between the two sibling modules
+    _append(package_copy / "eqa_runner" / "sim" / "geometry.py", "import eqa_runner.sim.mesh")
+    proc = _lint_imports(package_copy)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert "Layers point downward (docs/architecture.md) KEPT" in out
+    assert "No import cycles between sibling modules or packages BROKEN" in out
+
+
+@pytest.mark.slow  # about 20 s from a cold cache (.mypy_cache), under 1 s warm
+def test_mypy_is_clean():
+    proc = _run(["-m", "mypy"], ROOT)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "Success: no issues found" in out
