@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -69,9 +69,12 @@ def resolve_output_dir(cfg: DictConfig) -> Path:
 def llm_clients(cfg: DictConfig, judge: Judge, salt: dict[str, str]) -> tuple[LLMClient, LLMClient]:
     """The policy's and the judge's model clients, checked for credentials before any episode."""
     cache = DiskCache(cfg.run.cache_dir) if cfg.run.cache else None
-    base = OmegaConf.to_container(cfg.llm, resolve=True)
+    base = cast(dict[str, Any], OmegaConf.to_container(cfg.llm, resolve=True))
     policy_llm = LLMClient(base, role="policy", cache=cache, cache_salt=salt)
-    judge_cfg = {**base, **{k: v for k, v in judge.llm_overrides.items()}}
+    if judge.needs_model:
+        judge_cfg = {**base, **{k: v for k, v in judge.llm_overrides.items()}}
+    else:  # a judge without a model (exact match): a stand-in client it never calls
+        judge_cfg = {**base, "model": "offline", "api_base": None, "api_key_env": None}
     judge_llm = LLMClient(judge_cfg, role="judge", cache=cache, cache_salt=salt)
     for client, key in ((policy_llm, "llm"), (judge_llm, "judge")):
         problem = client.unknown_model()
