@@ -132,3 +132,32 @@ def test_judge_without_a_model_needs_no_credentials(tmp_path, compose_cfg, monke
     parts = build_components(cfg)
     _, judge_llm = llm_clients(cfg, parts.judge, {})
     assert judge_llm.offline and parts.judge.llm_overrides["model"] == "none"
+
+
+def test_constructor_defaults_are_the_schemas():
+    import inspect
+    from dataclasses import MISSING, fields
+
+    from eqa_runner.policies.config import HMEQAProtocolConfig
+    from eqa_runner.scoring.config import HMEQAJudgeConfig
+    from eqa_runner.scoring.hmeqa import HMEQAJudge
+    from eqa_runner.tasks.config import HMEQATaskConfig
+    from eqa_runner.tasks.hmeqa import HMEQATask
+
+    pairs = [
+        (HMEQATask, HMEQATaskConfig),
+        (HMEQAJudge, HMEQAJudgeConfig),
+        (HMEQAProtocol, HMEQAProtocolConfig),
+    ]
+    drift = []
+    for cls, schema in pairs:
+        params = inspect.signature(cls.__init__).parameters
+        for f in fields(schema):
+            p = params.get(f.name)
+            if p is None or p.default is inspect.Parameter.empty or f.default is MISSING:
+                continue
+            if isinstance(f.default, str) and "${" in f.default:
+                continue
+            if p.default != f.default:
+                drift.append(f"{cls.__name__}.{f.name}={p.default!r} vs {f.default!r}")
+    assert drift == []
