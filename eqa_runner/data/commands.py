@@ -1,4 +1,4 @@
-"""``python -m eqa_runner.data fetch|check openeqa|express``: stage and verify datasets.
+"""``python -m eqa_runner.data fetch|check openeqa|express|hmeqa``: stage and verify datasets.
 
 ``fetch openeqa`` downloads the question file and the benchmark's original prompt files from the
 upstream repository (raw files over HTTPS) and the per-episode frame archives from a Hugging Face
@@ -6,7 +6,9 @@ mirror (or a local directory with the same layout), extracting each into
 ``<data_dir>/episodes/<subset>-v0/<episode_id>/``. ``fetch express`` downloads the question file
 and prompt files and prints how to obtain the HM3D scenes (licensed; not downloadable here).
 ``check`` verifies that every question's frames / scene is present and readable (exit code 1 if
-not). The check functions are importable: :func:`check_openeqa`, :func:`check_express`.
+not). The check functions are importable: :func:`check_openeqa`, :func:`check_express`,
+:func:`check_hmeqa`. ``fetch hmeqa`` downloads explore-eqa's two CSV files and prints how to
+stage the (licensed) HM3D train scenes.
 See docs/data.md.
 """
 
@@ -99,7 +101,7 @@ def frame_status(path: Path) -> tuple[int, int] | str:
 
 
 def check_episode_frames(episode_dir: Path) -> tuple[list[Path], list[str], Counter]:
-    """(frames, broken reasons, size counter) of one OpenEQA episode folder (every frame decoded)."""
+    """(frames, broken reasons, size counter) of an OpenEQA episode folder (all frames decoded)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from eqa_runner.tasks.openeqa_em import list_frames
@@ -109,7 +111,7 @@ def check_episode_frames(episode_dir: Path) -> tuple[list[Path], list[str], Coun
     sizes: Counter = Counter()
     with ThreadPoolExecutor(max_workers=4) as pool:  # PIL decodes with the GIL released
         results = list(pool.map(frame_status, frames))
-    for f, res in zip(frames, results):
+    for f, res in zip(frames, results, strict=True):
         if isinstance(res, str):
             broken.append(f"{f}: {res}")
         else:
@@ -206,6 +208,111 @@ def check_express(
             continue
         st["present"] += 1
     return rep
+
+
+# ----------------------------------------------------------------------------- HM-EQA
+
+# explore-eqa pinned at the commit that fixed its question loading (docs/hmeqa.md)
+HMEQA_BASE_URL = (
+    "https://raw.githubusercontent.com/Stanford-ILIAD/explore-eqa/"
+    "18381da3370c5f7729594f10ebc49b5644bbb88c/"
+)
+HMEQA_FILES = ("data/questions.csv", "data/scene_init_poses.csv")
+HMEQA_INSTRUCTIONS = """\
+HM-EQA's scenes are HM3D v0.2 train scenes, licensed by Matterport: they cannot be downloaded
+here. Accept the terms at https://matterport.com/habitat-matterport-3d-research-dataset, then
+download the train split (glb + habitat navmeshes, hm3d-train-glb-v0.2.tar and
+hm3d-train-habitat-v0.2.tar), e.g. with habitat-sim's downloader:
+
+  python -m habitat_sim.utils.datasets_download --username <id> --password <secret> \\
+      --uids hm3d_train_v0.2 --data-path <download dir>
+
+({n_scenes} scenes are referenced by the question file.) Put each scene at
+
+  {scenes}/<NNNNN-id>/<id>.basis.glb
+  {scenes}/<NNNNN-id>/<id>.basis.navmesh
+
+e.g. {scenes}/00004-VqCaAuuoeWk/VqCaAuuoeWk.basis.glb (a symlink works: ln -s
+<download dir>/hm3d/train {scenes}). Then run
+`python -m eqa_runner.data check hmeqa --data-dir {data_dir}`.
+"""
+
+
+def hmeqa_raw_files(data_dir: Path) -> dict[str, Path]:
+    return {rel: data_dir / rel.rsplit("/", 1)[-1] for rel in HMEQA_FILES}
+
+
+def hmeqa_instructions(data_dir: Path) -> str:
+    n_scenes = "?"
+    try:
+        from eqa_runner.tasks.hmeqa import HMEQATask
+
+        n_scenes = str(len({e.scene for e in HMEQATask(str(data_dir)).load_episodes()}))
+    except Exception:
+        pass
+    return HMEQA_INSTRUCTIONS.format(
+        scenes=Path(data_dir) / "scenes", data_dir=data_dir, n_scenes=n_scenes
+    )
+
+
+def check_hmeqa(
+    data_dir: Path,
+    questions_file: Path | None = None,
+    scenes_dir: Path | None = None,
+    poses_file: Path | None = None,
+) -> tuple[CheckReport, list[str]]:
+    """Both CSV files load (every question's scene floor has a start pose) and every scene has
+    a ``.basis.glb`` + ``.basis.navmesh`` (or a demo ``.glb`` with its ``.scene.json``).
+    Returns the report and notes (category counts, padding, answers on a padding option)."""
+    from eqa_runner.tasks.hmeqa import HMEQATask
+
+    data_dir = Path(data_dir)
+    task = HMEQATask(
+        str(data_dir),
+        questions_file=str(questions_file) if questions_file else None,
+        poses_file=str(poses_file) if poses_file else None,
+        scenes_dir=str(scenes_dir) if scenes_dir else None,
+    )
+    eps = task.load_episodes()
+    rep = CheckReport("hmeqa", questions=len(eps))
+    by_scene: dict[str, list] = defaultdict(list)
+    for e in eps:
+        by_scene[e.scene].append(e)
+    rep.items = len(by_scene)
+    st = rep.stats.setdefault("all", {"expected": len(by_scene), "present": 0, "questions": 0})
+    st["questions"] = len(eps)
+    for scene in sorted(by_scene):
+        glb = _find(task.scenes_dir, scene, GLB_SUFFIXES)
+        nav = _find(task.scenes_dir, scene, NAVMESH_SUFFIXES)
+        demo = _find(task.scenes_dir, scene, (".scene.json",))
+        files = [glb] if glb and demo and not nav else [glb, nav]
+        if not all(files):
+            what = "mesh (.basis.glb)" if not glb else "navmesh (.basis.navmesh)"
+            rep.missing.append(
+                f"scene {scene}: no {what} under {task.scenes_dir} "
+                f"({len(by_scene[scene])} questions)"
+            )
+            continue
+        empty = [str(p) for p in files if p is not None and p.stat().st_size == 0]
+        if empty:
+            rep.broken.extend(f"{p}: empty file" for p in empty)
+            continue
+        st["present"] += 1
+    cats = Counter(e.category for e in eps)
+    padded = Counter(len(e.meta["padding"]) for e in eps)
+    on_pad = [e for e in eps if e.meta.get("answer_is_padding")]
+    notes = [
+        f"{len({e.meta['scene_floor'] for e in eps})} scene floors; categories: "
+        + ", ".join(f"{c} {n}" for c, n in sorted(cats.items())),
+        "padding options per question: "
+        + ", ".join(f"{k}: {n}" for k, n in sorted(padded.items())),
+    ]
+    for e in on_pad:  # upstream's one such row is kept (docs/hmeqa.md)
+        notes.append(
+            f"note: question {e.episode_id} ({e.scene} floor {e.meta['floor']}) has its answer "
+            "on a padding option; kept as in upstream"
+        )
+    return rep, notes
 
 
 # ----------------------------------------------------------------------------- fetch
@@ -362,6 +469,12 @@ def _frame_source(args: argparse.Namespace) -> FrameSource:
 def cmd_fetch(args: argparse.Namespace) -> int:
     data_dir = Path(args.data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
+    if args.benchmark == "hmeqa":  # question + pose files; the scenes are licensed
+        fetch_raw_files(
+            args.base_url or HMEQA_BASE_URL, hmeqa_raw_files(data_dir), force=args.force
+        )
+        print(hmeqa_instructions(data_dir))
+        return 0
     if args.benchmark == "express":
         fetch_raw_files(
             args.base_url or EXPRESS_BASE_URL, express_raw_files(data_dir), force=args.force
@@ -406,6 +519,16 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from eqa_runner.errors import DataError
 
+    if args.benchmark == "hmeqa":
+        try:
+            rep, notes = check_hmeqa(Path(args.data_dir), args.questions_file, args.scenes_dir)
+        except DataError as e:
+            print(f"FAILED: {e}")
+            return 1
+        print("\n".join([rep.render(), *notes]))
+        if not rep.ok and rep.missing:
+            print(f"\nTo stage the scenes:\n{hmeqa_instructions(Path(args.data_dir))}")
+        return 0 if rep.ok else 1
     try:
         if args.benchmark == "openeqa":
             rep = check_openeqa(
@@ -430,7 +553,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = ap.add_subparsers(dest="command", required=True)
     f = sub.add_parser("fetch", help="download a benchmark's questions, prompts and frames")
-    f.add_argument("benchmark", choices=["openeqa", "express"])
+    f.add_argument("benchmark", choices=["openeqa", "express", "hmeqa"])
     f.add_argument("--data-dir", default=None, help="default data/openeqa or data/express")
     f.add_argument("--subset", choices=["hm3d", "scannet"], default=None, help="default: both")
     f.add_argument("--limit-episodes", type=int, default=None, help="first N episodes only")
@@ -452,7 +575,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--force", action="store_true", help="re-download existing raw files")
     f.add_argument("--no-progress", action="store_true")
     c = sub.add_parser("check", help="verify that every question's frames / scene is present")
-    c.add_argument("benchmark", choices=["openeqa", "express"])
+    c.add_argument("benchmark", choices=["openeqa", "express", "hmeqa"])
     c.add_argument("--data-dir", default=None)
     c.add_argument("--questions-file", type=Path, default=None)
     c.add_argument("--episodes-dir", type=Path, default=None, help="OpenEQA: default data/episodes")

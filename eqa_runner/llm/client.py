@@ -27,6 +27,7 @@ from eqa_runner.llm.cache import CACHE_FORMAT_VERSION, DiskCache
 from eqa_runner.llm.config import LLMConfig
 from eqa_runner.llm.errors import EmptyReplyError, LLMError, is_retryable, retry_after_s, short
 from eqa_runner.llm.loader import load_litellm
+from eqa_runner.llm.logprobs import extract_top_logprobs, logprob_params
 from eqa_runner.llm.messages import Message, message_images, message_text, wire_messages
 from eqa_runner.llm.offline import DEFAULT_OFFLINE_REPLY, is_offline, offline_completion
 from eqa_runner.llm.usage import Completion, account, account_failure
@@ -215,10 +216,19 @@ class LLMClient:
         return sum(len(i.data) * 4 // 3 for i in images) + len(message_text(messages))
 
     async def acomplete(
-        self, messages: Sequence[Message], *, offline_reply: str = DEFAULT_OFFLINE_REPLY
+        self,
+        messages: Sequence[Message],
+        *,
+        offline_reply: str = DEFAULT_OFFLINE_REPLY,
+        top_logprobs: int | None = None,
     ) -> Completion:
-        """One chat completion: cache → (retrying) call → accounting. Raises :class:`LLMError`."""
-        params = self.params()
+        """One chat completion: cache → (retrying) call → accounting. Raises :class:`LLMError`.
+
+        ``top_logprobs=k`` asks for the top ``k`` alternatives of every generated token
+        (``Completion.logprobs``; None where the provider returns none).
+        """
+        extra = logprob_params(top_logprobs)
+        params = {**self.params(), **extra}
         if self.offline:
             c = offline_completion(offline_reply, params)
             account(c)
@@ -242,7 +252,7 @@ class LLMClient:
             )
             try:
                 c2 = await self._call_with_retries(
-                    messages, self.params(max_tokens=bigger), payload
+                    messages, {**self.params(max_tokens=bigger), **extra}, payload
                 )
             except (LLMError, asyncio.CancelledError):
                 account_failure(c.retries + 1, failed=0)  # the empty first call's requests
@@ -351,4 +361,5 @@ class LLMClient:
             latency_s=latency,
             payload_bytes=payload,
             params=self.sent_params(params),
+            logprobs=extract_top_logprobs(choice) if params.get("logprobs") else None,
         )

@@ -27,6 +27,13 @@ class Completion:
     latency_s: float = 0.0
     payload_bytes: int = 0
     params: dict[str, Any] = field(default_factory=dict)
+    # per generated token, its (token, logprob) alternatives, when asked for (top_logprobs=k)
+    # and returned; None otherwise (llm/logprobs.py). Old cache entries lack it: None.
+    logprobs: list[list[tuple[str, float]]] | None = None
+
+    def __post_init__(self) -> None:
+        if self.logprobs is not None:  # read back from the JSON cache: lists for tuples
+            self.logprobs = [[(str(t), float(lp)) for t, lp in pos] for pos in self.logprobs]
 
 
 USAGE_KEYS: tuple[str, ...] = tuple(UsageInfo.__annotations__)

@@ -133,7 +133,28 @@ class ExpressProtocolConfig(ProtocolConfig):
     _target_: str = "eqa_runner.policies.protocol.ExpressProtocol"
 
 
-PROTOCOL_SCHEMAS = {"base_express_protocol": ExpressProtocolConfig}
+# --- HM-EQA (eqa_runner/policies/hmeqa.py) ---
+HMEQA_ANSWER_RULES = ("weighted", "max")
+
+
+@dataclass
+class HMEQAProtocolConfig(ProtocolConfig):
+    """``protocol=hmeqa``: per step an answer distribution and a confidence (P(Yes)); the final
+    answer by upstream's ``weighted`` or ``max`` rule (docs/hmeqa.md)."""
+
+    _target_: str = "eqa_runner.policies.hmeqa.HMEQAProtocol"
+    # max: the answer at the most confident step | weighted: argmax_k max_t r_t * p_t[k]
+    answer_rule: str = one_of("max", HMEQA_ANSWER_RULES)
+    # null: run the whole budget (upstream); a number: stop at the first step with P(Yes) >= it
+    stop_confidence: float | None = bounded(None, ge=0, le=1)
+    # alternatives per token asked for (logprobs path); null: never ask (parse path only)
+    top_logprobs: int | None = bounded(20, ge=1, le=20)
+
+
+PROTOCOL_SCHEMAS = {
+    "base_express_protocol": ExpressProtocolConfig,
+    "base_hmeqa_protocol": HMEQAProtocolConfig,
+}
 
 SCHEMAS = {
     "base_blind": BlindPolicyConfig,

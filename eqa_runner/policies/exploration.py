@@ -74,7 +74,7 @@ class Exploration:
 class AnswerStep:
     """What the answer step produced from an :class:`Exploration`."""
 
-    answer: str
+    answer: str | None  # None: no parsable answer (HM-EQA), counted, never scored as a choice
     prompt: str  # name of the prompt file used (recorded as ``answer_prompt``)
     params: dict[str, Any]  # sampling parameters actually sent
     images_for_judge: list[bytes] = field(default_factory=list)

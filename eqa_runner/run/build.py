@@ -76,7 +76,10 @@ def llm_clients(cfg: DictConfig, judge: Judge, salt: dict[str, str]) -> tuple[LL
     # a DictConfig's container is a dict (omegaconf types the result of any node)
     base = cast(dict[str, Any], OmegaConf.to_container(cfg.llm, resolve=True))
     policy_llm = LLMClient(base, role="policy", cache=cache, cache_salt=salt)
-    judge_cfg = {**base, **{k: v for k, v in judge.llm_overrides.items()}}
+    if judge.needs_model:
+        judge_cfg = {**base, **{k: v for k, v in judge.llm_overrides.items()}}
+    else:  # a judge without a model (exact match): a stand-in client it never calls
+        judge_cfg = {**base, "model": "offline", "api_base": None, "api_key_env": None}
     judge_llm = LLMClient(judge_cfg, role="judge", cache=cache, cache_salt=salt)
     for client, key in ((policy_llm, "llm"), (judge_llm, "judge")):
         problem = client.unknown_model()

@@ -27,6 +27,7 @@ class Judge(ABC):
 
     name: str = "judge"
     headline: str = "score"
+    needs_model: bool = True  # False: scores without a model (no client, no credentials checked)
 
     def __init__(self, **llm_overrides: Any) -> None:
         self.llm_overrides = {k: v for k, v in llm_overrides.items() if k in JUDGE_LLM_KEYS}

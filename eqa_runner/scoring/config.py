@@ -53,4 +53,18 @@ class EACJudgeConfig(JudgeConfig):
     image_size: list[int] = bounded(default_factory=lambda: ["${sim.width}", "${sim.height}"], gt=0)
 
 
-SCHEMAS = {"base_llm_match": LLMMatchJudgeConfig, "base_eac": EACJudgeConfig}
+# --- HM-EQA (eqa_runner/scoring/hmeqa.py) ---
+@dataclass
+class HMEQAJudgeConfig(JudgeConfig):
+    """``judge=hmeqa``: exact match of the chosen letter; calls no model (the model keys are
+    accepted, so ``judge.model=…`` overrides of a sweep do no harm, and ignored)."""
+
+    name: str = "hmeqa"
+    model: str = "none"
+
+
+SCHEMAS = {
+    "base_llm_match": LLMMatchJudgeConfig,
+    "base_eac": EACJudgeConfig,
+    "base_hmeqa": HMEQAJudgeConfig,
+}

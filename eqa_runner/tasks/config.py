@@ -59,4 +59,27 @@ class ExpressTaskConfig(TaskConfig):
     simulator: str = "${sim._target_}"  # backend class that resolves scene files in check()
 
 
-SCHEMAS = {"base_openeqa_em": OpenEQATaskConfig, "base_express": ExpressTaskConfig}
+# --- HM-EQA (eqa_runner/tasks/hmeqa.py) ---
+HMEQA_POLICIES = ("re", "fbe")
+
+
+@dataclass
+class HMEQATaskConfig(TaskConfig):
+    """``task=hmeqa``: HM-EQA (explore-eqa), multiple choice on one floor of an HM3D scene."""
+
+    name: str = "hmeqa"
+    policies: list[str] = field(default_factory=lambda: list(HMEQA_POLICIES))
+    data_dir: str = "${oc.env:HMEQA_DATA_DIR,data/hmeqa}"
+    poses_file: str | None = None  # default: <data_dir>/scene_init_poses.csv
+    scenes_dir: str | None = None  # default: <data_dir>/scenes (<NNNNN-id>/<id>.basis.glb)
+    split: str = one_of("all", ("all",))  # HM-EQA is one set of 500 questions
+    categories: list[str] | None = None  # keep these labels (location, existence, state, ...)
+    scenes: list[str] | None = None  # optional scene ids to keep, e.g. [00004-VqCaAuuoeWk]
+    simulator: str = "${sim._target_}"  # backend class that resolves scene files in check()
+
+
+SCHEMAS = {
+    "base_openeqa_em": OpenEQATaskConfig,
+    "base_express": ExpressTaskConfig,
+    "base_hmeqa": HMEQATaskConfig,
+}

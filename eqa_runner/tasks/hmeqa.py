@@ -29,6 +29,8 @@ from typing import Any
 
 from eqa_runner.errors import DataError
 from eqa_runner.tasks.base import Task
+from eqa_runner.tasks.config import HMEQA_POLICIES
+from eqa_runner.tasks.config import HMEQATaskConfig as Schema
 from eqa_runner.tasks.scenes import scene_key, scene_problems, simulator_stub
 from eqa_runner.types import Episode
 
@@ -206,11 +208,16 @@ class HMEQATask(Task):
         scenes_dir: str | None = None,
         categories: Sequence[str] | None = None,
         scenes: Sequence[str] | None = None,
-        simulator: str = "eqa_runner.sim.mesh.MeshSimulator",
-        name: str = "hmeqa",
-        policies: Sequence[str] = (),
+        simulator: str = "eqa_runner.sim.mesh.MeshSimulator",  # the config: ${sim._target_}
+        name: str = Schema.name,
+        policies: Sequence[str] = HMEQA_POLICIES,
+        split: str = Schema.split,
+        check_data: bool = Schema.check_data,
     ) -> None:
+        if split != "all":
+            raise DataError(f"task.split={split!r}: HM-EQA has one set of questions (all).")
         self.name, self.policies = name, tuple(policies)
+        self.check_data = check_data
         self.data_dir = Path(data_dir)
         self.questions_file = Path(questions_file or self.data_dir / QUESTIONS_FILE)
         self.poses_file = Path(poses_file or self.data_dir / POSES_FILE)

@@ -1,0 +1,134 @@
+"""HM-EQA scoring: exact match of the chosen letter; no model is called.
+
+Per episode: ``accuracy`` 1/0 (an unparsable answer, ``prediction`` null, is counted in
+``unparsable`` and scores 0: it is never mapped to a letter), and, when the exploration recorded
+per-step answers and confidences, upstream's two aggregate rules recomputed from those steps:
+``success_weighted`` (argmax_k max_t r_t·p_t[k]) and ``success_max`` (the answer at the most
+confident step), :mod:`eqa_runner.llm.choice_rules`. The run's own answer is the one of
+``protocol.answer_rule``; both rules are always reported.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from eqa_runner.llm import LLMClient
+from eqa_runner.llm.choice import option_letters, parse_choice
+from eqa_runner.llm.choice_rules import apply_rule
+from eqa_runner.scoring.aggregate import breakdown, mean_with_ci
+from eqa_runner.scoring.base import Judge
+from eqa_runner.scoring.config import HMEQAJudgeConfig as Schema
+from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
+
+PADDING = "(Do not choose this option)"
+NO_MODEL = "none"
+
+
+def chosen_letter(answer: str | None, n_options: int = 4) -> str | None:
+    """The letter of a prediction (a bare letter, or a reply naming exactly one), else None."""
+    if not answer:
+        return None
+    s = answer.strip().upper()
+    if len(s) == 1 and s in option_letters(n_options):
+        return s
+    return parse_choice(answer, n_options=n_options)
+
+
+def rule_metrics(
+    steps: Sequence[dict[str, Any]], answer: str, n_options: int = 4
+) -> dict[str, float]:
+    """``success_weighted`` / ``success_max`` from per-step records ({} when none were asked)."""
+    asked = [s for s in steps if "answer_source" in s]
+    if not asked:
+        return {}
+    letters = option_letters(n_options)
+    out = {}
+    for rule in ("weighted", "max"):
+        k = apply_rule(rule, asked).index
+        out[f"success_{rule}"] = float(k is not None and letters[k] == answer)
+    return out
+
+
+class HMEQAJudge(Judge):
+    """Exact match against the answer letter, with upstream's per-step rules."""
+
+    name = "hmeqa"
+    headline = "accuracy"
+    needs_model = False
+
+    def __init__(
+        self, name: str = Schema.name, reask_unparsable: bool = Schema.reask_unparsable, **llm: Any
+    ) -> None:
+        super().__init__(**llm)
+        self.name = name
+        self.llm_overrides["model"] = NO_MODEL  # whatever judge.model says: no model is called
+
+    async def score(
+        self,
+        episode: Episode,
+        prediction: Prediction,
+        llm: LLMClient,
+        prompts_dir: str | None = None,
+    ) -> Score:
+        trace = prediction.trace or {}
+        n = len(trace.get("choices") or episode.meta.get("choices") or "ABCD")
+        letter = chosen_letter(prediction.answer, n)
+        metrics = {
+            "accuracy": float(letter is not None and letter == episode.answer),
+            "unparsable": float(letter is None),
+        }
+        metrics.update(rule_metrics(trace.get("steps") or [], episode.answer, n))
+        raw = f"exact match: {letter or 'unparsable'} vs {episode.answer}"
+        return Score(ok=True, raw=raw, metrics=metrics)
+
+    def aggregate(
+        self, records: Sequence[EpisodeRecord], *, bootstrap_samples: int = 1000, seed: int = 0
+    ) -> dict[str, Any]:
+        scored = [r for r in records if r["status"] == "ok" and r["judge_ok"]]
+        kw: dict[str, Any] = {"scale": 100.0, "samples": bootstrap_samples, "seed": seed}
+
+        def metric(name: str) -> list[float]:
+            return [float(v) for r in scored if (v := r["metrics"].get(name)) is not None]
+
+        headline = {"accuracy": mean_with_ci(metric("accuracy"), **kw)}
+        for rule in ("success_weighted", "success_max"):
+            if metric(rule):
+                headline[rule] = mean_with_ci(metric(rule), **kw)
+        answered = [r for r in scored if not r["metrics"].get("unparsable")]
+        paths = Counter(str(r["trace"].get("answer_path", "unknown")) for r in scored)
+        step_sources: dict[str, Counter[str]] = {"answer": Counter(), "confidence": Counter()}
+        for r in scored:
+            step_sources["answer"].update(r["trace"].get("answer_sources") or {})
+            step_sources["confidence"].update(r["trace"].get("confidence_sources") or {})
+        padding = sum(
+            1
+            for r in scored
+            if (ch := r["trace"].get("choices"))
+            and r["answer"] in option_letters(len(ch))
+            and ch[option_letters(len(ch)).index(r["answer"])] == PADDING
+        )
+        return {
+            "headline": headline,
+            "metric_note": (
+                "accuracy: percent of episodes whose chosen letter is the answer (exact match; an "
+                "unparsable answer counts as wrong and is never mapped to a letter); "
+                "success_weighted / success_max: upstream explore-eqa's two rules recomputed "
+                "from the per-step answers (docs/hmeqa.md)"
+            ),
+            "answers": {
+                "answered": len(answered),
+                "unparsable": len(scored) - len(answered),
+                "accuracy_answered": mean_with_ci(
+                    [float(r["metrics"].get("accuracy") or 0.0) for r in answered], **kw
+                ),
+                "answer_rule": dict(Counter(str(r["trace"].get("answer_rule")) for r in scored)),
+                "answer_paths": dict(sorted(paths.items())),
+                "step_sources": {k: dict(sorted(v.items())) for k, v in step_sources.items()},
+                "answer_is_padding": padding,
+            },
+            "by_category": breakdown(
+                scored, lambda r: r["category"], lambda r: r["metrics"].get("accuracy"), **kw
+            ),
+        }

@@ -1,0 +1,163 @@
+"""The HM-EQA protocol per step (crafted replies, no server), its config, the dry run, and a
+run that needs no judge credentials."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from types import SimpleNamespace
+
+import pytest
+
+from eqa_runner.llm.usage import Completion
+from eqa_runner.policies.hmeqa import HMEQAProtocol
+from eqa_runner.run.loop import run
+from eqa_runner.types import Episode
+
+PAD = "(Do not choose this option)"
+EP = Episode("3", "Is the lamp on?", "B", "state", scene="00001-DemoApt0",
+             meta={"choices": [PAD, "Yes", "No", PAD]})  # fmt: skip
+
+
+class FakeLLM:
+    """Returns a fixed completion per prompt kind and records what it was asked."""
+
+    model = "fake"
+
+    def __init__(self, answer: Completion, conf: Completion) -> None:
+        self.replies, self.calls = {"answer": answer, "conf": conf}, []
+
+    async def acomplete(self, messages, *, offline_reply="", top_logprobs=None):
+        text = messages[-1]["content"][-1]
+        kind = "conf" if "Yes or No" in text else "answer"
+        self.calls.append((kind, top_logprobs))
+        return self.replies[kind]
+
+
+def _lp(**probs):
+    return [[(k, math.log(v)) for k, v in probs.items()]]
+
+
+def _step(protocol, llm, step=0):
+    x = SimpleNamespace(episode=EP, last_frame=b"png", stop_llm=llm, steps=[])
+    ctx = SimpleNamespace(llm=llm, prompts_dir=None)
+    rec = {"step": step}
+    stop = asyncio.run(protocol.check_step(None, x, rec, ctx))
+    return stop, rec
+
+
+def test_logprob_softmax_over_the_four_letters_per_step():
+    # the letters' probabilities renormalised over A-D; C is outside the top-k: 0, listed
+    a = Completion("B", "fake", logprobs=_lp(B=0.5, A=0.1, D=0.1, Sure=0.3))
+    c = Completion("Yes", "fake", logprobs=_lp(Yes=0.3, No=0.1))
+    llm = FakeLLM(a, c)
+    stop, rec = _step(HMEQAProtocol(top_logprobs=4), llm)
+    assert not stop  # no stop rule by default (upstream runs the whole budget)
+    assert rec["answer_probs"] == pytest.approx([1 / 7, 5 / 7, 0.0, 1 / 7])
+    assert rec["answer_source"] == "logprobs" and rec["answer_missing"] == ["C"]
+    assert rec["confidence"] == pytest.approx(0.75) and rec["confidence_source"] == "logprobs"
+    assert sorted(llm.calls) == [("answer", 4), ("conf", 4)]
+
+
+def test_parse_path_when_no_logprobs_and_unparsable_recorded():
+    llm = FakeLLM(Completion("(C) No", "fake"), Completion("no", "fake"))
+    _, rec = _step(HMEQAProtocol(), llm)
+    assert rec["answer_probs"] == [0.0, 0.0, 1.0, 0.0] and rec["answer_source"] == "parsed"
+    assert rec["confidence"] == 0.0 and rec["confidence_source"] == "parsed"
+    llm = FakeLLM(Completion("I am not sure", "fake"), Completion("maybe", "fake"))
+    _, rec = _step(HMEQAProtocol(top_logprobs=None), llm)
+    assert rec["answer_probs"] is None and rec["answer_source"] == "unparsable"
+    assert rec["confidence"] is None and rec["confidence_source"] == "unparsable"
+    assert llm.calls == [("answer", None), ("conf", None)]  # top_logprobs null: never asked
+
+
+def test_optional_confidence_threshold_stops():
+    llm = FakeLLM(Completion("B", "fake"), Completion("Yes", "fake", logprobs=_lp(Yes=0.8, No=0.2)))
+    assert _step(HMEQAProtocol(stop_confidence=0.75), llm)[0] is True
+    assert _step(HMEQAProtocol(stop_confidence=0.85), llm)[0] is False
+    with pytest.raises(ValueError, match="answer_rule"):
+        HMEQAProtocol(answer_rule="sum")
+
+
+def test_answer_step_applies_the_selected_rule_without_a_model():
+    steps = [
+        {"step": 0, "black": True},  # a black frame: nothing asked
+        {"step": 1, "answer_source": "logprobs", "answer_probs": [0.1, 0.7, 0.1, 0.1],
+         "confidence": 0.3, "confidence_source": "logprobs"},
+        {"step": 2, "answer_source": "logprobs", "answer_probs": [0.5, 0.1, 0.3, 0.1],
+         "confidence": 0.6, "confidence_source": "logprobs"},
+        {"step": 3, "answer_source": "parsed", "answer_probs": [0.0, 0.0, 0.0, 1.0],
+         "confidence": 0.55, "confidence_source": "parsed"},
+    ]  # fmt: skip
+    x = SimpleNamespace(steps=steps)
+    for rule, letter, step in (("max", "A", 2), ("weighted", "D", 3)):
+        a = asyncio.run(HMEQAProtocol(answer_rule=rule).answer(None, EP, None, x))
+        assert (a.answer, a.trace["answer_step"]) == (letter, step)
+        assert a.trace["rule_answers"] == {"weighted": "D", "max": "A"}
+        assert a.trace["answer_path"] == "mixed" and a.trace["steps_asked"] == 3
+        assert a.trace["answer_sources"] == {"logprobs": 2, "parsed": 1}
+    none = asyncio.run(HMEQAProtocol().answer(None, EP, None, SimpleNamespace(steps=steps[:1])))
+    assert none.answer is None and none.trace["answer_path"] == "none"
+
+
+def test_task_config_selects_protocol_judge_and_camera(compose_cfg):
+    cfg = compose_cfg(["task=hmeqa", "policy=fbe"])
+    assert cfg.protocol._target_.endswith("HMEQAProtocol") and cfg.protocol.answer_rule == "max"
+    assert cfg.judge.name == "hmeqa" and cfg.task.policies == ["re", "fbe"]
+    assert (cfg.sim.width, cfg.sim.height, cfg.sim.hfov_deg) == (640, 480, 120.0)
+    assert (cfg.sim.tilt_deg, cfg.sim.sensor_height_m) == (-30.0, 1.299)
+    assert compose_cfg(["task=hmeqa", "sim.hfov_deg=90"]).sim.hfov_deg == 90.0  # overrides win
+    assert compose_cfg(["task=express"]).sim.width == 512  # EXPRESS keeps its camera
+
+
+def test_dry_run_two_calls_per_step(tmp_path, compose_cfg, hmeqa_demo, capsys):
+    cfg = compose_cfg(
+        ["task=hmeqa", "policy=re", f"task.data_dir={hmeqa_demo}", "run.dry_run=true",
+         "policy.max_steps=7"]
+    )  # fmt: skip
+    out = run(cfg)
+    assert out["dry_run"] and out["episodes"] == 10
+    est = out["estimate"]
+    assert est["policy"]["requests"] == 10 * 7 * 2 and est["policy"]["images"] == 10 * 7 * 2
+    assert est["judge"]["requests"] == 0
+    assert "10 episodes selected" in capsys.readouterr().out
+
+
+def test_judge_without_a_model_needs_no_credentials(tmp_path, compose_cfg, monkeypatch):
+    """A judge that calls no model: its model keys are ignored and no key is asked for."""
+    from eqa_runner.run.build import build_components, llm_clients
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    cfg = compose_cfg(["task=hmeqa", "policy=re", "judge.model=openai/gpt-4o-2024-08-06"])
+    parts = build_components(cfg)
+    _, judge_llm = llm_clients(cfg, parts.judge, {})
+    assert judge_llm.offline and parts.judge.llm_overrides["model"] == "none"
+
+
+def test_constructor_defaults_are_the_schemas():
+    import inspect
+    from dataclasses import MISSING, fields
+
+    from eqa_runner.policies.config import HMEQAProtocolConfig
+    from eqa_runner.scoring.config import HMEQAJudgeConfig
+    from eqa_runner.scoring.hmeqa import HMEQAJudge
+    from eqa_runner.tasks.config import HMEQATaskConfig
+    from eqa_runner.tasks.hmeqa import HMEQATask
+
+    pairs = [
+        (HMEQATask, HMEQATaskConfig),
+        (HMEQAJudge, HMEQAJudgeConfig),
+        (HMEQAProtocol, HMEQAProtocolConfig),
+    ]
+    drift = []
+    for cls, schema in pairs:
+        params = inspect.signature(cls.__init__).parameters
+        for f in fields(schema):
+            p = params.get(f.name)
+            if p is None or p.default is inspect.Parameter.empty or f.default is MISSING:
+                continue
+            if isinstance(f.default, str) and "${" in f.default:
+                continue
+            if p.default != f.default:
+                drift.append(f"{cls.__name__}.{f.name}={p.default!r} vs {f.default!r}")
+    assert drift == []
