@@ -49,7 +49,6 @@ NAVMESH_SUFFIXES = (".basis.navmesh", ".navmesh")
 DEMO_MESH_SUFFIXES = (".ply",)
 
 
-
 # ----------------------------------------------------------------------------- check
 
 
