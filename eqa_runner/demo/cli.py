@@ -1,7 +1,8 @@
 """``python -m eqa_runner.demo <dir>``: write the offline demo datasets.
 
 ``<dir>/openeqa/`` (OpenEQA-format questions + walkthrough frames rendered from a procedural
-apartment) and ``<dir>/express/`` (EXPRESS-format questions + the apartment meshes). Each is a
+apartment), ``<dir>/express/`` (EXPRESS-format questions + the apartment meshes) and
+``<dir>/aeqa/`` (A-EQA question, pose and path-length files + the apartment meshes). Each is a
 valid ``task.data_dir`` for its task. Deterministic per ``--seed``.
 """
 
@@ -13,9 +14,9 @@ from pathlib import Path
 
 
 def write_demo(
-    out: Path, seed: int = 0, *, openeqa: bool = True, express: bool = True
+    out: Path, seed: int = 0, *, openeqa: bool = True, express: bool = True, aeqa: bool = True
 ) -> dict[str, Path]:
-    """Write both demo datasets under ``out``; returns their data dirs."""
+    """Write the demo datasets under ``out``; returns their data dirs."""
     from eqa_runner.demo.datasets import write_express_demo, write_openeqa_demo
 
     out = Path(out)
@@ -26,6 +27,11 @@ def write_demo(
     if express:
         write_express_demo(out / "express", seed=seed)
         dirs["express"] = out / "express"
+    if aeqa:  # A-EQA (eqa_runner/demo/aeqa.py)
+        from eqa_runner.demo.aeqa import write_aeqa_demo
+
+        write_aeqa_demo(out / "aeqa", seed=seed)
+        dirs["aeqa"] = out / "aeqa"
     return dirs
 
 
@@ -33,7 +39,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m eqa_runner.demo", description=__doc__)
     ap.add_argument("out", type=Path, help="directory to write the demo datasets into")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--only", choices=["openeqa", "express"], default=None)
+    ap.add_argument("--only", choices=["openeqa", "express", "aeqa"], default=None)
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     dirs = write_demo(
@@ -41,6 +47,7 @@ def main(argv: list[str] | None = None) -> None:
         args.seed,
         openeqa=args.only in (None, "openeqa"),
         express=args.only in (None, "express"),
+        aeqa=args.only in (None, "aeqa"),
     )
     for name, d in dirs.items():
         print(f"{name}: task.data_dir={d}")

@@ -25,6 +25,7 @@ from typing import Any
 from eqa_runner.errors import DataError
 from eqa_runner.sim.base import parse_scene_id
 from eqa_runner.tasks.base import Task
+from eqa_runner.tasks.config import AEQA_POLICIES, AEQA_SPLITS, AEQATaskConfig
 from eqa_runner.tasks.openeqa_em import CATEGORIES
 from eqa_runner.tasks.openeqa_em import load_questions as load_openeqa
 from eqa_runner.tasks.scenes import scene_problems, simulator_stub
@@ -171,11 +172,16 @@ class AEQATask(Task):
         require_path_lengths: bool = True,
         scenes_dir: str | None = None,
         categories: Sequence[str] | None = None,
-        simulator: str = "eqa_runner.sim.mesh.MeshSimulator",
-        name: str = "aeqa",
-        policies: Sequence[str] = (),
+        split: str = AEQATaskConfig.split,
+        check_data: bool = AEQATaskConfig.check_data,
+        simulator: str = "eqa_runner.sim.mesh.MeshSimulator",  # the config: ${sim._target_}
+        name: str = AEQATaskConfig.name,
+        policies: Sequence[str] = AEQA_POLICIES,
     ) -> None:
+        if split not in AEQA_SPLITS:
+            raise DataError(f"task.split={split!r}: expected one of {', '.join(AEQA_SPLITS)}.")
         self.name, self.policies = name, tuple(policies)
+        self.split, self.check_data = split, check_data
         self.data_dir = Path(data_dir)
         self.poses_file = Path(poses_file or self.data_dir / POSES_FILE)
         self.questions_file = Path(questions_file) if questions_file else self.poses_file
