@@ -495,7 +495,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     if not rep.ok and args.benchmark == "express" and rep.missing:
         print(f"\nTo stage the scenes:\n{express_instructions(Path(args.data_dir))}")
     if not rep.ok and args.benchmark == "aeqa" and any(m.startswith("scene ") for m in rep.missing):
-        print(f"\nTo stage the scenes (HM3D v0.2 val; see docs/aeqa.md):\n{aeqa_instructions(args, rep.items)}")
+        steps = aeqa_instructions(args, rep.items)
+        print(f"\nTo stage the scenes (HM3D v0.2 val; see docs/aeqa.md):\n{steps}")
     return 0 if rep.ok else 1
 
 
