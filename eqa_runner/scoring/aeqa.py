@@ -32,7 +32,7 @@ import json
 import logging
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -186,7 +186,7 @@ class AEQAJudge(LLMMatchJudge):
         err = r["error"]
         return "policy_error" if err is None or err.get("stage") != "judge" else None
 
-    def progress_value(self, metrics: dict[str, float]) -> float | None:
+    def progress_value(self, metrics: Mapping[str, float | None]) -> float | None:
         if metrics.get("missing_prediction"):
             return None if self.missing_prediction == "exclude" else 0.0
         return metrics.get("llm_match")
