@@ -88,18 +88,41 @@ def decode_frame(path: Path, longer_side: int | None = None) -> Image.Image:
                 im.draft("RGB", target)  # let libjpeg decode at reduced scale
             im.load()
             rgb = to_rgb(im)
-        if rgb.size != target:
-            factor = min(rgb.size[0] // target[0], rgb.size[1] // target[1])
-            if factor >= 2:
-                rgb = rgb.reduce(factor)
-            rgb = rgb.resize(target, Image.Resampling.BILINEAR)
-        return rgb
+        return resize_to(rgb, target)
     except FrameError:
         raise
     except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as e:
         raise FrameError(
             f"{path}: cannot decode image ({type(e).__name__}: {e}); re-stage this episode."
         ) from None
+
+
+def resize_to(rgb: Image.Image, target: tuple[int, int]) -> Image.Image:
+    """``rgb`` at size ``target``: an integer box reduction first, then bilinear (the frame
+    policies' resize; :func:`resized_size` gives the target)."""
+    if rgb.size == target:
+        return rgb
+    factor = min(rgb.size[0] // target[0], rgb.size[1] // target[1])
+    if factor >= 2:
+        rgb = rgb.reduce(factor)
+    return rgb.resize(target, Image.Resampling.BILINEAR)
+
+
+def encode_frame(rgb: np.ndarray, longer_side: int | None = 512, fmt: str = "png") -> bytes:
+    """A rendered frame (H x W x 3 uint8) resized as :func:`load_frame` resizes a stored one
+    (longer side ``longer_side``, never upscaled) and encoded as PNG or JPEG."""
+    arr = np.ascontiguousarray(rgb[..., :3], dtype=np.uint8)
+    h, w = arr.shape[:2]
+    target = resized_size(w, h, longer_side)
+    if target != (w, h):
+        arr = np.asarray(resize_to(Image.fromarray(arr, "RGB"), target))
+    if fmt == "png":
+        return encode_png(arr)
+    if fmt == "jpeg":
+        buf = io.BytesIO()
+        Image.fromarray(arr, "RGB").save(buf, format="JPEG", quality=90)
+        return buf.getvalue()
+    raise FrameError(f"image format {fmt!r}: expected png or jpeg.")
 
 
 def _png_chunk(kind: bytes, data: bytes) -> bytes:

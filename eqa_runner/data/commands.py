@@ -314,6 +314,79 @@ def check_hmeqa(
     return rep, notes
 
 
+# --- A-EQA check (eqa_runner/tasks/aeqa.py) ----------------------------------------------
+
+
+def check_aeqa(
+    data_dir: Path, questions_file: Path | None = None, scenes_dir: Path | None = None
+) -> CheckReport:
+    """Every A-EQA question has a start pose, a reference path length and its scene (a ``.glb``
+    + ``.navmesh``, or a demo ``.glb`` with its ``.scene.json``): each problem listed."""
+    from eqa_runner.tasks.aeqa import AEQATask, load_aeqa, load_path_lengths
+
+    task = AEQATask(str(data_dir), str(questions_file) if questions_file else None,
+                    scenes_dir=str(scenes_dir) if scenes_dir else None)  # fmt: skip
+    lengths: dict[str, float] = {}
+    rep = CheckReport("aeqa")
+    if task.path_lengths_file.is_file():
+        lengths = load_path_lengths(task.path_lengths_file)
+    else:
+        rep.missing.append(f"{task.path_lengths_file} (reference path lengths; every question)")
+    no_pose: list[str] = []
+    eps = load_aeqa(task.questions_file, task.openeqa_file, task.poses_file, lengths, no_pose)
+    rep.questions = len(eps) + len(no_pose)
+    rep.missing += [f"question {q}: no start pose in {task.poses_file}" for q in no_pose]
+    if lengths:
+        rep.missing += [
+            f"question {e.episode_id}: no reference path length in {task.path_lengths_file}"
+            for e in eps
+            if e.meta["reference_path_length"] is None
+        ]
+    express = check_express_scenes(task.scenes_dir, eps)
+    rep.items, rep.stats = express.items, express.stats
+    rep.missing += express.missing
+    rep.broken += express.broken
+    return rep
+
+
+def check_express_scenes(scenes_dir: Path, eps: list) -> CheckReport:
+    """The scene part of :func:`check_express` for any episodes with HM3D scene ids."""
+    rep = CheckReport("aeqa", questions=len(eps))
+    by_scene: dict[str, list] = defaultdict(list)
+    for e in eps:
+        by_scene[e.scene].append(e)
+    rep.items = len(by_scene)
+    for scene in sorted(by_scene):
+        st = rep.stats.setdefault("hm3d", {"expected": 0, "present": 0, "questions": 0})
+        st["expected"] += 1
+        st["questions"] += len(by_scene[scene])
+        ply = _find(scenes_dir, scene, DEMO_MESH_SUFFIXES)
+        glb = _find(scenes_dir, scene, GLB_SUFFIXES)
+        nav = _find(scenes_dir, scene, NAVMESH_SUFFIXES)
+        demo = _find(scenes_dir, scene, (".scene.json",))
+        files = [ply] if ply and not glb else [glb] if glb and demo and not nav else [glb, nav]
+        if not all(files):
+            what = "mesh (.basis.glb)" if not glb else "navmesh (.basis.navmesh)"
+            rep.missing.append(
+                f"scene {scene}: no {what} under {scenes_dir} ({len(by_scene[scene])} questions)"
+            )
+            continue
+        empty = [str(p) for p in files if p is not None and p.stat().st_size == 0]
+        if empty:
+            rep.broken.extend(f"{p}: empty file" for p in empty)
+            continue
+        st["present"] += 1
+    return rep
+
+
+def aeqa_instructions(args: argparse.Namespace, n_scenes: int) -> str:
+    """The HM3D staging steps with A-EQA's scenes dir (every A-EQA scene is a val scene)."""
+    scenes = Path(args.scenes_dir) if args.scenes_dir else Path(args.data_dir) / "scenes"
+    return HM3D_INSTRUCTIONS.format(
+        scenes=scenes, data_dir=args.data_dir, n_val=str(n_scenes), n_train="0"
+    ).replace("check express", "check aeqa")
+
+
 # ----------------------------------------------------------------------------- fetch
 
 
@@ -533,6 +606,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             rep = check_openeqa(
                 Path(args.data_dir), args.questions_file, args.episodes_dir, args.subset
             )
+        elif args.benchmark == "aeqa":
+            rep = check_aeqa(Path(args.data_dir), args.questions_file, args.scenes_dir)
         else:
             rep = check_express(Path(args.data_dir), args.questions_file, args.scenes_dir)
     except DataError as e:
@@ -541,6 +616,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     print(rep.render())
     if not rep.ok and args.benchmark == "express" and rep.missing:
         print(f"\nTo stage the scenes:\n{express_instructions(Path(args.data_dir))}")
+    if not rep.ok and args.benchmark == "aeqa" and any(m.startswith("scene ") for m in rep.missing):
+        steps = aeqa_instructions(args, rep.items)
+        print(f"\nTo stage the scenes (HM3D v0.2 val; see docs/aeqa.md):\n{steps}")
     return 0 if rep.ok else 1
 
 
@@ -574,11 +652,13 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--force", action="store_true", help="re-download existing raw files")
     f.add_argument("--no-progress", action="store_true")
     c = sub.add_parser("check", help="verify that every question's frames / scene is present")
-    c.add_argument("benchmark", choices=["openeqa", "express", "hmeqa"])
+    c.add_argument("benchmark", choices=["openeqa", "express", "hmeqa", "aeqa"])
     c.add_argument("--data-dir", default=None)
     c.add_argument("--questions-file", type=Path, default=None)
     c.add_argument("--episodes-dir", type=Path, default=None, help="OpenEQA: default data/episodes")
-    c.add_argument("--scenes-dir", type=Path, default=None, help="EXPRESS: default data/scenes")
+    c.add_argument(
+        "--scenes-dir", type=Path, default=None, help="EXPRESS, HM-EQA, A-EQA: <data-dir>/scenes"
+    )
     c.add_argument("--subset", choices=["hm3d", "scannet"], default=None)
     return ap
 

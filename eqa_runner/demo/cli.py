@@ -2,7 +2,8 @@
 
 ``<dir>/openeqa/`` (OpenEQA-format questions + walkthrough frames rendered from a procedural
 apartment), ``<dir>/express/`` (EXPRESS-format questions + the apartment meshes) and
-``<dir>/hmeqa/`` (HM-EQA-format multiple-choice questions + start poses + meshes). Each is a
+``<dir>/hmeqa/`` (HM-EQA-format multiple-choice questions + start poses + meshes),
+``<dir>/aeqa/`` (A-EQA question, pose and path-length files + the apartment meshes). Each is a
 valid ``task.data_dir`` for its task. Deterministic per ``--seed``.
 """
 
@@ -14,9 +15,15 @@ from pathlib import Path
 
 
 def write_demo(
-    out: Path, seed: int = 0, *, openeqa: bool = True, express: bool = True, hmeqa: bool = True
+    out: Path,
+    seed: int = 0,
+    *,
+    openeqa: bool = True,
+    express: bool = True,
+    hmeqa: bool = True,
+    aeqa: bool = True,
 ) -> dict[str, Path]:
-    """Write both demo datasets under ``out``; returns their data dirs."""
+    """Write the demo datasets under ``out``; returns their data dirs."""
     from eqa_runner.demo.datasets import write_express_demo, write_openeqa_demo
 
     out = Path(out)
@@ -32,6 +39,11 @@ def write_demo(
 
         write_hmeqa_demo(out / "hmeqa", seed=seed)
         dirs["hmeqa"] = out / "hmeqa"
+    if aeqa:  # A-EQA (eqa_runner/demo/aeqa.py)
+        from eqa_runner.demo.aeqa import write_aeqa_demo
+
+        write_aeqa_demo(out / "aeqa", seed=seed)
+        dirs["aeqa"] = out / "aeqa"
     return dirs
 
 
@@ -39,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m eqa_runner.demo", description=__doc__)
     ap.add_argument("out", type=Path, help="directory to write the demo datasets into")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--only", choices=["openeqa", "express", "hmeqa"], default=None)
+    ap.add_argument("--only", choices=["openeqa", "express", "hmeqa", "aeqa"], default=None)
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     dirs = write_demo(
@@ -48,6 +60,7 @@ def main(argv: list[str] | None = None) -> None:
         openeqa=args.only in (None, "openeqa"),
         express=args.only in (None, "express"),
         hmeqa=args.only in (None, "hmeqa"),
+        aeqa=args.only in (None, "aeqa"),
     )
     for name, d in dirs.items():
         print(f"{name}: task.data_dir={d}")

@@ -151,9 +151,29 @@ class HMEQAProtocolConfig(ProtocolConfig):
     top_logprobs: int | None = bounded(20, ge=1, le=20)
 
 
+# --- A-EQA (eqa_runner/policies/aeqa.py) ---------------------------------------------------
+AEQA_MEMORY_STRATEGIES = ("last", *STRATEGIES)  # last K frames, or K spread as the frames policy
+
+
+@dataclass
+class AEQAProtocolConfig(ProtocolConfig):
+    """``protocol=aeqa``: a fixed budget, a stop check each step, a free-form answer from K
+    frames of a frame memory (see docs/aeqa.md)."""
+
+    _target_: str = "eqa_runner.policies.aeqa.AEQAProtocol"
+    num_steps: int = bounded(50, ge=1)  # exploration steps (3D-Mem's A-EQA config: 50)
+    stop_check: bool = True  # false: explore the whole budget, then answer
+    memory_frames: int = bounded(8, ge=1)  # K frames shown to the answer VLM
+    # linspace: K spread over the exploration (first and last included) | last: the K latest
+    memory_strategy: str = one_of("linspace", AEQA_MEMORY_STRATEGIES)
+    image_size: int | None = bounded(360, gt=0)  # longer side of the frames sent (3D-Mem: 360)
+    image_format: str = one_of("png", IMAGE_FORMATS)
+
+
 PROTOCOL_SCHEMAS = {
     "base_express_protocol": ExpressProtocolConfig,
     "base_hmeqa_protocol": HMEQAProtocolConfig,
+    "base_aeqa_protocol": AEQAProtocolConfig,
 }
 
 SCHEMAS = {

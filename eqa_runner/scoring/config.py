@@ -63,8 +63,29 @@ class HMEQAJudgeConfig(JudgeConfig):
     model: str = "none"
 
 
+# --- A-EQA (eqa_runner/scoring/aeqa.py, docs/aeqa.md) -------------------------------------
+AEQA_MISSING_RULES = ("zero", "blind_fallback", "exclude")
+AEQA_PATH_LENGTHS = ("geodesic", "euclidean_xz")
+
+
+@dataclass
+class AEQAJudgeConfig(LLMMatchJudgeConfig):
+    """``judge=aeqa``: LLM-Match and its path-efficiency-weighted form ``llm_match_spl``."""
+
+    name: str = "aeqa"
+    # a question without prediction (no answer, or the policy failed): zero = scored 1 (0%,
+    # open-eqa's rule) | blind_fallback = the blind run's score, p = inf (3D-Mem's scorer) |
+    # exclude = left out of the means and counted
+    missing_prediction: str = one_of("zero", AEQA_MISSING_RULES)
+    blind_run_dir: str | None = None  # blind_fallback: a blind run on the same questions
+    # p of the weight: geodesic = the loop's hop lengths (path_len) | euclidean_xz = the hops'
+    # top-down straight lengths (3D-Mem's measure, without its 0.1 m voxel quantisation)
+    path_length: str = one_of("geodesic", AEQA_PATH_LENGTHS)
+
+
 SCHEMAS = {
     "base_llm_match": LLMMatchJudgeConfig,
     "base_eac": EACJudgeConfig,
     "base_hmeqa": HMEQAJudgeConfig,
+    "base_aeqa": AEQAJudgeConfig,
 }

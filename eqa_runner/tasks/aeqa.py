@@ -25,6 +25,7 @@ from typing import Any
 from eqa_runner.errors import DataError
 from eqa_runner.sim.base import parse_scene_id
 from eqa_runner.tasks.base import Task
+from eqa_runner.tasks.config import AEQA_POLICIES, AEQA_SPLITS, AEQATaskConfig
 from eqa_runner.tasks.openeqa_em import CATEGORIES
 from eqa_runner.tasks.openeqa_em import load_questions as load_openeqa
 from eqa_runner.tasks.scenes import scene_problems, simulator_stub
@@ -33,7 +34,7 @@ from eqa_runner.types import Episode
 POSES_FILE = "aeqa_questions-184.json"
 OPENEQA_FILE = "open-eqa-v0.json"
 PATH_LENGTHS_FILE = "gt_path_length.json"
-FETCH_HINT = "python -m eqa_runner.data fetch aeqa"
+FETCH_HINT = "python -m eqa_runner.data check aeqa"  # the staging steps: docs/aeqa.md (Data)
 _POS = ("position", "start_position")
 _ROT = ("rotation", "start_rotation")
 _SCENE = ("episode_history", "scene_id", "scene")
@@ -45,7 +46,7 @@ def _read_json(path: Path, what: str) -> Any:
     except FileNotFoundError:
         raise DataError(
             f"{path}: {what} not found. Set task.data_dir (or the file's task key), stage "
-            f"the data with `{FETCH_HINT}`, or write the offline demo with "
+            "the files as docs/aeqa.md (Data) says, or write the offline demo with "
             "`python -m eqa_runner.demo <dir>` and task.data_dir=<dir>/aeqa."
         ) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -104,9 +105,16 @@ def load_path_lengths(path: Path) -> dict[str, float]:
 
 
 def load_aeqa(
-    questions_file: Path, openeqa_file: Path, poses_file: Path, lengths: dict[str, float] | None
+    questions_file: Path,
+    openeqa_file: Path,
+    poses_file: Path,
+    lengths: dict[str, float] | None,
+    no_pose: list[str] | None = None,
 ) -> list[Episode]:
-    """A-EQA episodes from either question-file shape (see the module docstring)."""
+    """A-EQA episodes from either question-file shape (see the module docstring).
+
+    A question without a start pose is an error, unless ``no_pose`` is given: then its id is
+    appended there and the question is left out (``data check`` lists them all)."""
     data = _read_json(questions_file, "question file")
     if not isinstance(data, list) or not data:
         raise DataError(f"{questions_file}: expected a non-empty JSON list.")
@@ -132,6 +140,9 @@ def load_aeqa(
     episodes = []
     for ep in texts:
         pose = poses.get(ep.episode_id)
+        if pose is None and no_pose is not None:
+            no_pose.append(ep.episode_id)
+            continue
         if pose is None:
             raise DataError(
                 f"{poses_file}: no start pose for question {ep.episode_id}; A-EQA needs one "
@@ -171,11 +182,16 @@ class AEQATask(Task):
         require_path_lengths: bool = True,
         scenes_dir: str | None = None,
         categories: Sequence[str] | None = None,
-        simulator: str = "eqa_runner.sim.mesh.MeshSimulator",
-        name: str = "aeqa",
-        policies: Sequence[str] = (),
+        split: str = AEQATaskConfig.split,
+        check_data: bool = AEQATaskConfig.check_data,
+        simulator: str = "eqa_runner.sim.mesh.MeshSimulator",  # the config: ${sim._target_}
+        name: str = AEQATaskConfig.name,
+        policies: Sequence[str] = AEQA_POLICIES,
     ) -> None:
+        if split not in AEQA_SPLITS:
+            raise DataError(f"task.split={split!r}: expected one of {', '.join(AEQA_SPLITS)}.")
         self.name, self.policies = name, tuple(policies)
+        self.split, self.check_data = split, check_data
         self.data_dir = Path(data_dir)
         self.poses_file = Path(poses_file or self.data_dir / POSES_FILE)
         self.questions_file = Path(questions_file) if questions_file else self.poses_file

@@ -75,6 +75,28 @@ class HMEQATaskConfig(TaskConfig):
     split: str = one_of("all", ("all",))  # HM-EQA is one set of 500 questions
     categories: list[str] | None = None  # keep these labels (location, existence, state, ...)
     scenes: list[str] | None = None  # optional scene ids to keep, e.g. [00004-VqCaAuuoeWk]
+
+
+# --- A-EQA (eqa_runner/tasks/aeqa.py, docs/aeqa.md) ---------------------------------------
+AEQA_POLICIES = ("re", "fbe", "blind")
+AEQA_SPLITS = ("all",)  # the 184 questions are one set (HM3D val scenes)
+
+
+@dataclass
+class AEQATaskConfig(TaskConfig):
+    """``task=aeqa``: OpenEQA's active mode, explore an HM3D scene from a recorded start pose."""
+
+    name: str = "aeqa"
+    policies: list[str] = field(default_factory=lambda: list(AEQA_POLICIES))
+    data_dir: str = "${oc.env:AEQA_DATA_DIR,data/aeqa}"
+    # questions_file: default the pose file; or an ids-only list (open-eqa-v0-184-questions.json)
+    openeqa_file: str | None = None  # default: <data_dir>/open-eqa-v0.json (ids-only shape)
+    poses_file: str | None = None  # default: <data_dir>/aeqa_questions-184.json
+    path_lengths_file: str | None = None  # default: <data_dir>/gt_path_length.json
+    require_path_lengths: bool = True  # a question without reference length is a data problem
+    scenes_dir: str | None = None  # default: <data_dir>/scenes (<split>/<NNNNN-id>/<id>.*)
+    split: str = one_of("all", AEQA_SPLITS)
+    categories: list[str] | None = None  # optional OpenEQA categories to keep
     simulator: str = "${sim._target_}"  # backend class that resolves scene files in check()
 
 
@@ -82,4 +104,5 @@ SCHEMAS = {
     "base_openeqa_em": OpenEQATaskConfig,
     "base_express": ExpressTaskConfig,
     "base_hmeqa": HMEQATaskConfig,
+    "base_aeqa": AEQATaskConfig,
 }
