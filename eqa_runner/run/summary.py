@@ -241,7 +241,7 @@ def git_state(path: Path | None = None) -> dict[str, Any] | None:
         top = subprocess.run(
             ["git", "-C", str(src), "rev-parse", "--show-toplevel", "HEAD"],
             capture_output=True, text=True, timeout=10, check=True,
-        ).stdout.split()  # fmt: skip
+        ).stdout.splitlines()  # fmt: skip
         if len(top) != 2 or Path(top[0]).resolve() != src.resolve():
             return None  # e.g. site-packages inside some other repository
         dirty = subprocess.run(
@@ -268,7 +268,7 @@ def reproducibility_stamp(
     flat = flatten(config)
     return {
         "eqa_runner": __version__,
-        "git": git_state(),
+        "git": dict(g) if (g := git_state()) else None,
         "data_sha256": {k: v for k, v in sorted(task_info.items()) if k.endswith("_sha256") and v},
         "prompts_sha256": {n: p.get("sha256") for n, p in sorted(prompts.items())},
         "judge_model": judge_model,

@@ -150,7 +150,9 @@ class LLMMatchJudge(Judge):
         interval: str = "cluster",
     ) -> dict[str, Any]:
         scored = [r for r in records if r["status"] == "ok" and r["judge_ok"]]
-        vals = {str(r["episode_id"]): r["metrics"]["llm_match"] for r in scored}
+        vals = {
+            str(r["episode_id"]): v for r in scored if (v := r["metrics"]["llm_match"]) is not None
+        }
         kw: dict[str, Any] = {
             "scale": 100.0, "samples": bootstrap_samples, "seed": seed, "method": interval,
         }  # fmt: skip
