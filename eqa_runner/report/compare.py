@@ -259,7 +259,7 @@ _STAMP_KEYS: dict[str, tuple[str, ...]] = {
     "eqa_runner": (),
     "git": (),
     "data_sha256": ("task",),
-    "prompts_sha256": ("prompts", "judge", "task"),
+    "prompts_sha256": ("prompts",),
     "judge_model": ("judge", "judge.model"),
     "seeds": ("run.seed", "llm.seed", "judge.seed", "sim.seed", "policy.seed", "task.seed"),
 }
@@ -309,9 +309,9 @@ def stamp_warnings(runs: list[Run], compared: list[str]) -> list[str]:
     for field in ("data_sha256", "prompts_sha256", "seeds"):
         subs = sorted({k for _, s in have for k in (s.get(field) or {})})
         for sub in subs:
-            if len({_canon((s.get(field) or {}).get(sub)) for _, s in have}) > 1 and not explained(
-                field, sub
-            ):
+            # a file only some runs use (the blind policy's prompt) is not a difference
+            vals = {_canon(v) for _, s in have if (v := (s.get(field) or {}).get(sub)) is not None}
+            if len(vals) > 1 and not explained(field, sub):
                 out.append(f"runs differ in {field}.{sub} ({show(field, sub)})")
     fps = {_canon(s.get("config_fingerprint")) for _, s in have}
     if len(fps) > 1 and not compared:

@@ -17,6 +17,7 @@ from eqa_runner.report.runs import Run
 from eqa_runner.report.tables import groups
 
 THUMB_PX = 160
+MAX_LABEL = 60  # characters of a forest-plot row label (the full label is its tooltip)
 
 
 def data_uri(data: bytes, mime: str) -> str:
@@ -120,8 +121,11 @@ def _num(v: float) -> str:
 
 def forest_svg(rows: Sequence[ForestRow], *, title: str, unit: str = "") -> Markup:
     """A forest plot: per row the paired Δ (square) and its 95% interval (line), a dashed
-    line at 0, and the numbers on the right. Rows whose interval excludes 0 are dark blue."""
-    lw, pw, rw, rh, top, bottom = 260, 420, 260, 26, 34, 40
+    line at 0, and the numbers on the right. Dark blue: the interval excludes 0 and p < 0.05
+    (with few clusters the percentile interval can exclude 0 while p cannot be small)."""
+    longest = max((len(r.label) for r in rows), default=10)
+    lw = int(min(MAX_LABEL, max(12, longest)) * 6.6) + 20
+    pw, rw, rh, top, bottom = 420, 280, 26, 46, 40
     h = top + rh * len(rows) + bottom
     w = lw + pw + rw
     pts = [0.0] + [v for r in rows for v in (r.delta, r.lo, r.hi) if v is not None]
@@ -133,7 +137,7 @@ def forest_svg(rows: Sequence[ForestRow], *, title: str, unit: str = "") -> Mark
         f'<svg class="forest" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
         f'viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12" role="img">',
         f"<title>{escape(title)}</title>",
-        f'<text x="{lw}" y="18" font-weight="bold">{escape(title)}</text>',
+        f'<text x="10" y="16" font-weight="bold">{escape(title)}</text>',
     ]
     y0, y1 = top, top + rh * len(rows)
     for t in _ticks(lo, hi):
@@ -148,8 +152,9 @@ def forest_svg(rows: Sequence[ForestRow], *, title: str, unit: str = "") -> Mark
     for i, r in enumerate(rows):
         cy = top + rh * i + rh / 2
         sig = r.lo is not None and r.hi is not None and (r.lo > 0 or r.hi < 0)
+        sig = sig and r.p is not None and r.p < 0.05
         color = "#1f4e9c" if sig else "#777"
-        label = r.label if len(r.label) <= 40 else r.label[:39] + "…"
+        label = r.label if len(r.label) <= MAX_LABEL else r.label[: MAX_LABEL - 1] + "…"
         out.append(f'<text x="{lw - 10}" y="{cy + 4:.1f}" text-anchor="end">{escape(label)}'
                    f"<title>{escape(r.label)}</title></text>")  # fmt: skip
         if r.lo is not None and r.hi is not None:

@@ -17,9 +17,15 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from eqa_runner.report.agreement import JudgesReport, judges_tables
-from eqa_runner.report.compare import Paired, compare_table, paired_differences, paired_table
+from eqa_runner.report.compare import (
+    Paired,
+    compare_table,
+    paired_differences,
+    paired_table,
+    stamp_warnings,
+)
 from eqa_runner.report.figures import ForestRow, Thumbs, agreement_svg, category_chart, forest_svg
-from eqa_runner.report.runs import Run, common_parent, load_records
+from eqa_runner.report.runs import Run, common_parent, load_records, runs_differing_keys
 from eqa_runner.report.tables import display_runs, headline_metrics, runs_table
 from eqa_runner.types import EpisodeRecord
 
@@ -205,7 +211,9 @@ def render(
         if len(pt):
             paired_html = Markup(pt.to_html(index=False, na_rep="-", escape=True,
                                             classes="summary"))  # fmt: skip
-        paired_notes = paired.notes
+        paired_notes = paired.notes + [
+            f"warning: {w}" for w in stamp_warnings(runs, runs_differing_keys(runs))
+        ]
         if "run" not in table.columns:  # identical configs already get a "run" column
             table.insert(0, "run", [r.label for r in runs])
     else:
