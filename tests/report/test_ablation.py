@@ -346,3 +346,36 @@ def test_html_forest_plot_and_agreement_scatter(tmp_path):
     jpage = jout.read_text()
     assert jpage.count('<svg class="scatter"') == 1 and "<circle" in jpage
     assert _screenshot(jout, tmp_path / "judges.png").std() > 10
+
+
+# ----------------------------------------------------------------------------- a real run
+
+
+def test_real_run_records_interval_method_and_stamp(tmp_path, compose_cfg, llm_server):
+    from eqa_runner.errors import ConfigError
+    from eqa_runner.run.loop import run
+    from eqa_runner.schema import check_config
+    from tests.conftest import server_overrides
+    from tests.helpers.datasets import make_openeqa_dataset
+
+    llm_server.configure(rules=[{"pattern": "Your mark", "reply": "Your mark: 4"}])
+    data = make_openeqa_dataset(tmp_path / "data", n_questions=6, n_episodes=2, frames=4)
+    over = [f"task.data_dir={data}", "policy=blind", *server_overrides(llm_server)]
+    for method in ("cluster", "iid"):
+        cfg = compose_cfg([*over, f"run.interval={method}"], out=tmp_path / method)
+        run(cfg)
+        s = json.loads((tmp_path / method / "summary.json").read_text())
+        assert s["intervals"]["method"] == method
+        assert s["headline"]["llm_match"]["interval"] == method  # 2 episode histories
+        stamp = s["reproducibility"]
+        assert stamp["data_sha256"]["questions_sha256"] == s["task"]["questions_sha256"]
+        assert set(stamp["prompts_sha256"]) == set(s["prompts"])
+        assert stamp["judge_model"] == "openai/test-judge" and stamp["seeds"]["run.seed"] == 1234
+        from omegaconf import OmegaConf
+
+        from eqa_runner.run.provenance import fingerprint
+
+        assert stamp["config_fingerprint"] == fingerprint(OmegaConf.to_container(cfg, resolve=True))
+        assert stamp["git"] is None or len(stamp["git"]["commit"]) == 40
+    with pytest.raises(ConfigError, match="run.interval"):
+        check_config(compose_cfg([*over, "run.interval=bogus"]))
