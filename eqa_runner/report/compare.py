@@ -81,6 +81,13 @@ def run_scores(run: Run, records: list[EpisodeRecord] | None = None) -> Scores |
     return Scores(values, clusters_of(recs), recs)
 
 
+def _scores_or_none(run: Run) -> Scores | None:
+    try:
+        return run_scores(run)
+    except ReportError:  # e.g. a config without judge._target_: Δ of the means, noted
+        return None
+
+
 def reinterval(run: Run, method: str, *, samples: int = 1000, seed: int = 0) -> bool:
     """Recompute ``run``'s headline and breakdown intervals with ``method`` from its records,
     unless its summary already used it (summaries without ``intervals`` used i.i.d.)."""
@@ -134,7 +141,7 @@ def paired_differences(
     if method not in INTERVAL_METHODS:
         raise ReportError(f"--interval {method}: expected one of {', '.join(INTERVAL_METHODS)}")
     metrics = headline_metrics(runs)
-    scores = scores if scores is not None else [run_scores(r) for r in runs]
+    scores = scores if scores is not None else [_scores_or_none(r) for r in runs]
     base = scores[baseline]
     diffs: list[dict[str, PairedDiff]] = []
     notes: list[str] = []
@@ -146,8 +153,8 @@ def paired_differences(
         name = r.short or r.label
         if sc is None or base is None:
             who = r.label if sc is None else runs[baseline].label
-            notes.append(f"{name}: Δ is the difference of the means, not paired (no "
-                         f"per-episode records in {who})")  # fmt: skip
+            notes.append(f"{name}: Δ is the difference of the means, not paired (no per-episode "
+                         f"scores for {who}: no records, or no judge in its config)")  # fmt: skip
             continue
         clusters = {**base.clusters, **sc.clusters}
         for m in metrics:
@@ -174,6 +181,11 @@ def paired_differences(
                 notes.append(f"{name}: Δ on the {d.n} episodes both runs scored; "
                              + "; ".join(parts) + ": left out of every Δ")  # fmt: skip
     return Paired(baseline, method, diffs, notes)
+
+
+def digits_of(metric: str) -> int:
+    """Decimals shown for a metric's Δ: percentages 1, distances in metres (``d_T``) 2."""
+    return 2 if metric == "d_T" else 1
 
 
 def fmt_delta(d: PairedDiff | None, digits: int = 1) -> str:
@@ -209,7 +221,7 @@ def compare_table(runs: list[Run], baseline: int = 0, paired: Paired | None = No
             if r is runs[baseline]:
                 row[f"Δ {m}"] = "(baseline)"
             elif d is not None:
-                row[f"Δ {m}"] = fmt_delta(d)
+                row[f"Δ {m}"] = fmt_delta(d, digits_of(m))
             else:
                 row[f"Δ {m}"] = "-" if a is None or b is None else f"{a - b:+.1f}"
         rows.append(row)
@@ -224,8 +236,9 @@ def paired_table(runs: list[Run], paired: Paired) -> pd.DataFrame:
             rows.append({
                 "run": r.short or r.label,
                 "metric": m,
-                "Δ": fmt_delta(d),
-                "95% CI": "-" if d.lo is None or d.hi is None else f"[{d.lo:+.1f}, {d.hi:+.1f}]",
+                "Δ": fmt_delta(d, k := digits_of(m)),
+                "95% CI": "-" if d.lo is None or d.hi is None
+                          else f"[{d.lo:+.{k}f}, {d.hi:+.{k}f}]",
                 "p": fmt_p(d.p_value),
                 "n": d.n,
                 "clusters": d.n_clusters if d.method == "cluster" else "-",

@@ -119,7 +119,7 @@ def _num(v: float) -> str:
     return f"{v:g}" if abs(v) >= 1 or v == 0 else f"{v:.2g}"
 
 
-def forest_svg(rows: Sequence[ForestRow], *, title: str, unit: str = "") -> Markup:
+def forest_svg(rows: Sequence[ForestRow], *, title: str, unit: str = "", digits: int = 1) -> Markup:
     """A forest plot: per row the paired Δ (square) and its 95% interval (line), a dashed
     line at 0, and the numbers on the right. Dark blue: the interval excludes 0 and p < 0.05
     (with few clusters the percentile interval can exclude 0 while p cannot be small)."""
@@ -165,10 +165,11 @@ def forest_svg(rows: Sequence[ForestRow], *, title: str, unit: str = "") -> Mark
                            f'y2="{cy + 5:.1f}" stroke="{color}" stroke-width="2"/>')  # fmt: skip
         out.append(f'<rect x="{x(r.delta) - 5:.1f}" y="{cy - 5:.1f}" width="10" height="10" '
                    f'fill="{color}"/>')  # fmt: skip
-        ci = "" if r.lo is None or r.hi is None else f" [{r.lo:+.1f}, {r.hi:+.1f}]"
+        k = digits
+        ci = "" if r.lo is None or r.hi is None else f" [{r.lo:+.{k}f}, {r.hi:+.{k}f}]"
         p = "-" if r.p is None else ("<0.001" if r.p < 0.001 else f"{r.p:.3f}")
         out.append(f'<text x="{lw + pw + 10}" y="{cy + 4:.1f}" fill="{color}">'
-                   f"{r.delta:+.1f}{ci}  p={p}  n={r.n}</text>")  # fmt: skip
+                   f"{r.delta:+.{k}f}{ci}  p={p}  n={r.n}</text>")  # fmt: skip
     out.append("</svg>")
     return Markup("\n".join(out))
 

@@ -20,6 +20,7 @@ from eqa_runner.report.agreement import JudgesReport, judges_tables
 from eqa_runner.report.compare import (
     Paired,
     compare_table,
+    digits_of,
     paired_differences,
     paired_table,
     stamp_warnings,
@@ -186,7 +187,7 @@ def forest_plots(runs: list[Run], paired: Paired) -> list[Markup]:
         ]
         if rows:
             title = f"Δ {m} vs baseline {base.short or base.label} (paired, {how})"
-            plots.append(forest_svg(rows, title=title, unit=m))
+            plots.append(forest_svg(rows, title=title, unit=m, digits=digits_of(m)))
     return plots
 
 
