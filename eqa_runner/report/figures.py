@@ -167,9 +167,9 @@ def forest_svg(rows: Sequence[ForestRow], *, title: str, unit: str = "", digits:
                    f'fill="{color}"/>')  # fmt: skip
         k = digits
         ci = "" if r.lo is None or r.hi is None else f" [{r.lo:+.{k}f}, {r.hi:+.{k}f}]"
-        p = "-" if r.p is None else ("<0.001" if r.p < 0.001 else f"{r.p:.3f}")
+        p = "=-" if r.p is None else ("<0.001" if r.p < 0.001 else f"={r.p:.3f}")
         out.append(f'<text x="{lw + pw + 10}" y="{cy + 4:.1f}" fill="{color}">'
-                   f"{r.delta:+.{k}f}{ci}  p={p}  n={r.n}</text>")  # fmt: skip
+                   f"{r.delta:+.{k}f}{ci}  p{p}  n={r.n}</text>")  # fmt: skip
     out.append("</svg>")
     return Markup("\n".join(out))
 
