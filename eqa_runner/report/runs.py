@@ -44,7 +44,6 @@ class Run:
 
 # ----------------------------------------------------------------------------- records
 
-
 def load_records(dirs: Iterable[Path]) -> list[EpisodeRecord]:
     """The final record of each episode (last ok, else last) over ``dirs``, in file order."""
     recs: list[dict[str, Any]] = []
