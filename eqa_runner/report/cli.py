@@ -3,9 +3,10 @@
 One table of runs (task, policy, models, n, headline metrics with 95% intervals, judge failures,
 errors, cost), printed as Markdown and optionally written as CSV. Shards of one config are merged
 into one row by re-aggregating their records with the run's own judge. ``--compare`` shows only
-the config keys that differ between the runs beside the metrics and their differences to a
-baseline run (an ablation table). ``--html`` writes a self-contained ``report.html``.
-See docs/reports.md.
+the config keys that differ between the runs beside the metrics and their paired differences to
+a baseline run (Δ on the episodes both scored, interval, p, n). ``--judges RUN`` compares the
+judges that scored a run (rejudge); ``--power RUN --delta D`` estimates the episodes needed to
+detect D. ``--html`` writes a self-contained ``report.html``. See docs/reports.md.
 """
 
 from __future__ import annotations
@@ -17,9 +18,17 @@ from pathlib import Path
 import pandas as pd
 
 from eqa_runner.errors import ReportError
-from eqa_runner.report.compare import compare_table, pick_baseline
+from eqa_runner.report.compare import (
+    compare_table,
+    paired_csv,
+    paired_differences,
+    paired_table,
+    pick_baseline,
+    reinterval,
+    stamp_warnings,
+)
 from eqa_runner.report.markdown import to_markdown
-from eqa_runner.report.runs import load_runs
+from eqa_runner.report.runs import Run, load_runs, runs_differing_keys
 from eqa_runner.report.tables import by_table, display_runs, headline_metrics, runs_table
 
 
@@ -37,7 +46,34 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--html", action="store_true", help="write a self-contained report.html")
     ap.add_argument("--html-out", type=Path, default=None, help="where to write report.html")
     ap.add_argument("--max-episodes", type=int, default=300, help="episode rows per run in HTML")
-    return ap
+    ap.add_argument(
+        "--interval",
+        choices=["cluster", "iid"],
+        default=None,
+        help="intervals: resample scenes / episode histories (cluster; the default "
+        "for Δ) or episodes (iid); run intervals default to what each summary used",
+    )
+    ap.add_argument(
+        "--judges",
+        action="store_true",
+        help="agreement between the judges that scored the run (rejudge)",
+    )
+    ap.add_argument(
+        "--power",
+        action="store_true",
+        help="episodes needed to detect --delta (one run; two: their differences)",
+    )
+    ap.add_argument("--delta", type=float, default=None, help="--power: the difference to detect")
+    ap.add_argument("--metric", default=None, help="--power: metric (default: the headline)")
+    ap.add_argument(
+        "--correlation",
+        type=float,
+        default=0.5,
+        help="--power with one run: assumed correlation of two runs' scores",
+    )
+    ap.add_argument("--samples", type=int, default=1000, help="bootstrap samples for Δ")
+    ap.add_argument("--seed", type=int, default=0, help="seed of Δ intervals and p-values")
+    return ap  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,18 +88,37 @@ def main(argv: list[str] | None = None) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     runs = load_runs(args.dirs)
+    if args.judges:
+        return _judges(args, runs)
+    if args.power:
+        return _power(args, runs)
+    if args.interval:
+        for r in runs:
+            reinterval(r, args.interval, samples=args.samples, seed=args.seed)
     baseline = pick_baseline(runs, args.baseline) if args.compare or args.html else 0
+    paired = None
+    notes = [f"- {r.label}: {n}" for r in runs for n in r.notes]
     if args.compare:
-        table = compare_table(runs, baseline)
+        method = args.interval or "cluster"
+        paired = paired_differences(runs, baseline, method=method, samples=args.samples,
+                                    seed=args.seed)  # fmt: skip
+        table = compare_table(runs, baseline, paired)
         print(f"baseline: row {baseline} ({runs[baseline].label})\n")
         print(to_markdown(table))
-        csv_df = pd.concat([table, runs_table(runs)[["run", "n"]]], axis=1)
+        print(f"\npaired differences to the baseline ({_method_text(method)}; "
+              f"{args.samples} bootstrap samples, sign-flip p):\n")  # fmt: skip
+        print(to_markdown(paired_table(runs, paired)))
+        csv_df = pd.concat([table, runs_table(runs)[["run", "n"]], paired_csv(runs, paired)],
+                           axis=1)  # fmt: skip
+        notes += [f"- {n}" for n in paired.notes]
+        notes += [f"- warning: {w}" for w in stamp_warnings(runs, runs_differing_keys(runs))]
     else:
         csv_df = runs_table(runs)
         print(to_markdown(display_runs(csv_df, headline_metrics(runs))))
-    notes = [f"- {r.label}: {n}" for r in runs for n in r.notes]
-    if notes:
-        print("\nnotes:\n" + "\n".join(notes))
+    methods = sorted({str((r.summary.get("intervals") or {}).get("method", "iid")) for r in runs})
+    notes.append(f"- run intervals: {' / '.join(_method_text(m) for m in methods)}"
+                 + (" (the runs differ: use --interval)" if len(methods) > 1 else ""))  # fmt: skip
+    print("\nnotes:\n" + "\n".join(notes))
     if args.by:
         print(f"\nby {args.by}:\n")
         print(to_markdown(by_table(runs, args.by)))
@@ -74,7 +129,52 @@ def _report(args: argparse.Namespace) -> int:
     if args.html:
         from eqa_runner.report.html import write_reports
 
-        for p in write_reports(runs, compare=args.compare, out=args.html_out,
-                               baseline=baseline, max_episodes=args.max_episodes):  # fmt: skip
+        for p in write_reports(runs, compare=args.compare, out=args.html_out, baseline=baseline,
+                               max_episodes=args.max_episodes, paired=paired):  # fmt: skip
             print(f"html: {p}")
+    return 0
+
+
+def _method_text(method: str) -> str:
+    return {
+        "cluster": "95% intervals resampling whole scenes / episode histories",
+        "iid": "95% intervals resampling episodes (i.i.d.)",
+    }.get(method, method)
+
+
+def _judges(args: argparse.Namespace, runs: list[Run]) -> int:
+    from eqa_runner.report.agreement import judges_report, judges_tables
+
+    if len(runs) != 1:
+        raise ReportError("--judges takes one run directory")
+    method = args.interval or "cluster"
+    rep = judges_report(runs[0], method=method, samples=args.samples, seed=args.seed)
+    tables = judges_tables(rep)
+    print(f"judges of {runs[0].label} ({_method_text(method)}):\n")
+    print(to_markdown(tables["judges"]))
+    print("\nagreement (per-episode scores on the episodes both judges scored; κ on the marks; "
+          "shift = paired mean difference b − a):\n")  # fmt: skip
+    print(to_markdown(tables["agreement"]))
+    if len(tables["disagreements"]):
+        print("\nlargest disagreements:\n")
+        print(to_markdown(tables["disagreements"]))
+    if args.csv:
+        args.csv.parent.mkdir(parents=True, exist_ok=True)
+        tables["agreement"].to_csv(args.csv, index=False)
+        print(f"\ncsv: {args.csv}")
+    if args.html:
+        from eqa_runner.report.html import write_judges_report
+
+        print(f"html: {write_judges_report(rep, out=args.html_out)}")
+    return 0
+
+
+def _power(args: argparse.Namespace, runs: list[Run]) -> int:
+    from eqa_runner.report.agreement import power_report, power_text
+
+    if args.delta is None:
+        raise ReportError("--power needs --delta D (in the metric's unit, e.g. 5 = 5 points)")
+    rep = power_report(runs, args.delta, metric=args.metric, correlation=args.correlation,
+                       method=args.interval or "cluster")  # fmt: skip
+    print(power_text(rep, runs[0].label))
     return 0

@@ -1,15 +1,23 @@
-"""Pictures for ``report.html`` as ``data:`` URIs: the per-category chart and frame thumbnails."""
+"""Pictures for ``report.html``: the per-category chart and frame thumbnails as ``data:`` URIs,
+the forest plot of paired differences and the judge-agreement scatter as inline SVG."""
 
 from __future__ import annotations
 
 import base64
 import io
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+
+from markupsafe import Markup, escape
 
 from eqa_runner.report.runs import Run
 from eqa_runner.report.tables import groups
 
 THUMB_PX = 160
+MAX_LABEL = 60  # characters of a forest-plot row label (the full label is its tooltip)
 
 
 def data_uri(data: bytes, mime: str) -> str:
@@ -80,3 +88,139 @@ def category_chart(runs: list[Run], metric: str) -> str | None:
     fig.savefig(buf, format="png")
     plt.close(fig)
     return data_uri(buf.getvalue(), "image/png")
+
+
+# ----------------------------------------------------------------------------- inline SVG
+
+
+@dataclass
+class ForestRow:
+    """One line of a forest plot: a run's Δ to the baseline with its interval."""
+
+    label: str
+    delta: float
+    lo: float | None
+    hi: float | None
+    p: float | None
+    n: int
+
+
+def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+    """About ``n`` round tick values covering [lo, hi]."""
+    span = hi - lo if hi > lo else 1.0
+    raw = span / max(1, n)
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    first = math.ceil(lo / step) * step
+    return [round(first + i * step, 10) for i in range(int((hi - first) / step + 1e-9) + 1)]
+
+
+def _num(v: float) -> str:
+    return f"{v:g}" if abs(v) >= 1 or v == 0 else f"{v:.2g}"
+
+
+def forest_svg(rows: Sequence[ForestRow], *, title: str, unit: str = "", digits: int = 1) -> Markup:
+    """A forest plot: per row the paired Δ (square) and its 95% interval (line), a dashed
+    line at 0, and the numbers on the right. Dark blue: the interval excludes 0 and p < 0.05
+    (with few clusters the percentile interval can exclude 0 while p cannot be small)."""
+    longest = max((len(r.label) for r in rows), default=10)
+    lw = int(min(MAX_LABEL, max(12, longest)) * 6.6) + 20
+    pw, rw, rh, top, bottom = 420, 280, 26, 46, 40
+    h = top + rh * len(rows) + bottom
+    w = lw + pw + rw
+    pts = [0.0] + [v for r in rows for v in (r.delta, r.lo, r.hi) if v is not None]
+    lo, hi = min(pts), max(pts)
+    pad = (hi - lo) * 0.08 or 1.0
+    lo, hi = lo - pad, hi + pad
+    x = lambda v: lw + (v - lo) / (hi - lo) * pw  # noqa: E731
+    out = [
+        f'<svg class="forest" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
+        f'viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12" role="img">',
+        f"<title>{escape(title)}</title>",
+        f'<text x="10" y="16" font-weight="bold">{escape(title)}</text>',
+    ]
+    y0, y1 = top, top + rh * len(rows)
+    for t in _ticks(lo, hi):
+        out.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{y0}" y2="{y1}" stroke="#eee"/>')
+        out.append(f'<text x="{x(t):.1f}" y="{y1 + 16}" text-anchor="middle" fill="#555">'
+                   f"{_num(t)}</text>")  # fmt: skip
+    out.append(f'<line x1="{x(0):.1f}" x2="{x(0):.1f}" y1="{y0 - 4}" y2="{y1}" stroke="#888" '
+               'stroke-dasharray="4 3"/>')  # fmt: skip
+    out.append(f'<text x="{lw + pw / 2}" y="{y1 + 34}" text-anchor="middle" fill="#333">'
+               f"Δ {escape(unit)} (run − baseline), 95% interval</text>")  # fmt: skip
+    out.append(f'<text x="{lw + pw + 10}" y="{top - 8}" fill="#555">Δ [95% CI]  p  n</text>')
+    for i, r in enumerate(rows):
+        cy = top + rh * i + rh / 2
+        sig = r.lo is not None and r.hi is not None and (r.lo > 0 or r.hi < 0)
+        sig = sig and r.p is not None and r.p < 0.05
+        color = "#1f4e9c" if sig else "#777"
+        label = r.label if len(r.label) <= MAX_LABEL else r.label[: MAX_LABEL - 1] + "…"
+        out.append(f'<text x="{lw - 10}" y="{cy + 4:.1f}" text-anchor="end">{escape(label)}'
+                   f"<title>{escape(r.label)}</title></text>")  # fmt: skip
+        if r.lo is not None and r.hi is not None:
+            out.append(f'<line x1="{x(r.lo):.1f}" x2="{x(r.hi):.1f}" y1="{cy:.1f}" '
+                       f'y2="{cy:.1f}" stroke="{color}" stroke-width="2"/>')  # fmt: skip
+            for v in (r.lo, r.hi):
+                out.append(f'<line x1="{x(v):.1f}" x2="{x(v):.1f}" y1="{cy - 5:.1f}" '
+                           f'y2="{cy + 5:.1f}" stroke="{color}" stroke-width="2"/>')  # fmt: skip
+        out.append(f'<rect x="{x(r.delta) - 5:.1f}" y="{cy - 5:.1f}" width="10" height="10" '
+                   f'fill="{color}"/>')  # fmt: skip
+        k = digits
+        ci = "" if r.lo is None or r.hi is None else f" [{r.lo:+.{k}f}, {r.hi:+.{k}f}]"
+        p = "=-" if r.p is None else ("<0.001" if r.p < 0.001 else f"={r.p:.3f}")
+        out.append(f'<text x="{lw + pw + 10}" y="{cy + 4:.1f}" fill="{color}">'
+                   f"{r.delta:+.{k}f}{ci}  p{p}  n={r.n}</text>")  # fmt: skip
+    out.append("</svg>")
+    return Markup("\n".join(out))
+
+
+def agreement_svg(
+    points: Sequence[tuple[float, float]], *, xlabel: str, ylabel: str, title: str,
+    size: int = 360,
+) -> Markup:  # fmt: skip
+    """Judge b's per-episode score against judge a's: one bubble per distinct (a, b) pair,
+    its area proportional to the number of episodes (written inside), and the diagonal."""
+    counts = Counter((float(a), float(b)) for a, b in points)
+    vals = [v for ab in counts for v in ab] or [0.0, 1.0]
+    lo, hi = min(vals), max(vals)
+    if lo >= 0 and hi <= 100 and hi > 5:
+        lo, hi = 0.0, 100.0
+    pad = (hi - lo) * 0.08 or 1.0
+    lo, hi = lo - pad, hi + pad
+    m, pw = 56, size
+    w, h = m + pw + 20, 30 + pw + m
+    sx = lambda v: m + (v - lo) / (hi - lo) * pw  # noqa: E731
+    sy = lambda v: 30 + pw - (v - lo) / (hi - lo) * pw  # noqa: E731
+    big = max(counts.values(), default=1)
+    out = [
+        f'<svg class="scatter" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
+        f'viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12" role="img">',
+        f"<title>{escape(title)}</title>",
+        f'<text x="{m}" y="18" font-weight="bold">{escape(title)}</text>',
+        f'<rect x="{m}" y="30" width="{pw}" height="{pw}" fill="none" stroke="#ccc"/>',
+    ]
+    for t in _ticks(lo + pad, hi - pad):
+        out.append(f'<text x="{sx(t):.1f}" y="{30 + pw + 16}" text-anchor="middle" '
+                   f'fill="#555">{_num(t)}</text>')  # fmt: skip
+        out.append(f'<text x="{m - 6}" y="{sy(t) + 4:.1f}" text-anchor="end" fill="#555">'
+                   f"{_num(t)}</text>")  # fmt: skip
+        out.append(f'<line x1="{m}" x2="{m + pw}" y1="{sy(t):.1f}" y2="{sy(t):.1f}" '
+                   'stroke="#f0f0f0"/>')  # fmt: skip
+    out.append(f'<line x1="{sx(lo):.1f}" y1="{sy(lo):.1f}" x2="{sx(hi):.1f}" y2="{sy(hi):.1f}" '
+               'stroke="#888" stroke-dasharray="4 3"/>')  # fmt: skip
+    rmax = pw / 14
+    for (a, b), k in sorted(counts.items()):
+        r = max(3.0, rmax * math.sqrt(k / big))
+        color = "#1f4e9c" if a == b else "#c0392b"
+        out.append(f'<circle cx="{sx(a):.1f}" cy="{sy(b):.1f}" r="{r:.1f}" fill="{color}" '
+                   f'fill-opacity="0.55"><title>a={_num(a)}, b={_num(b)}: {k} episodes'
+                   "</title></circle>")  # fmt: skip
+        if r >= 9:
+            out.append(f'<text x="{sx(a):.1f}" y="{sy(b) + 4:.1f}" text-anchor="middle" '
+                       f'fill="#fff" font-size="11">{k}</text>')  # fmt: skip
+    out.append(f'<text x="{m + pw / 2}" y="{30 + pw + 36}" text-anchor="middle">'
+               f"{escape(xlabel)}</text>")  # fmt: skip
+    out.append(f'<text transform="translate(14 {30 + pw / 2}) rotate(-90)" '
+               f'text-anchor="middle">{escape(ylabel)}</text>')  # fmt: skip
+    out.append("</svg>")
+    return Markup("\n".join(out))

@@ -16,9 +16,17 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from eqa_runner.report.compare import compare_table
-from eqa_runner.report.figures import Thumbs, category_chart
-from eqa_runner.report.runs import Run, common_parent, load_records
+from eqa_runner.report.agreement import JudgesReport, judges_tables
+from eqa_runner.report.compare import (
+    Paired,
+    compare_table,
+    digits_of,
+    paired_differences,
+    paired_table,
+    stamp_warnings,
+)
+from eqa_runner.report.figures import ForestRow, Thumbs, agreement_svg, category_chart, forest_svg
+from eqa_runner.report.runs import Run, common_parent, load_records, runs_differing_keys
 from eqa_runner.report.tables import display_runs, headline_metrics, runs_table
 from eqa_runner.types import EpisodeRecord
 
@@ -166,10 +174,47 @@ def _environment() -> Environment:
     )
 
 
-def render(runs: list[Run], *, compare: bool, baseline: int = 0, max_episodes: int = 300) -> str:
+def forest_plots(runs: list[Run], paired: Paired) -> list[Markup]:
+    """One forest plot per headline metric (units differ: percent, metres)."""
+    base = runs[paired.baseline]
+    how = "scenes resampled" if paired.method == "cluster" else "episodes resampled"
+    plots = []
+    for m in headline_metrics(runs):
+        rows = [
+            ForestRow(r.short or r.label, d.delta, d.lo, d.hi, d.p_value, d.n)
+            for r, diffs in zip(runs, paired.diffs, strict=True)
+            if (d := diffs.get(m)) is not None and d.delta is not None
+        ]
+        if rows:
+            title = f"Δ {m} vs baseline {base.short or base.label} (paired, {how})"
+            plots.append(forest_svg(rows, title=title, unit=m, digits=digits_of(m)))
+    return plots
+
+
+def render(
+    runs: list[Run],
+    *,
+    compare: bool,
+    baseline: int = 0,
+    max_episodes: int = 300,
+    paired: Paired | None = None,
+) -> str:
     metrics = headline_metrics(runs)
+    forests: list[Markup] = []
+    paired_html = Markup("")
+    paired_notes: list[str] = []
     if compare:
-        table = compare_table(runs, baseline)
+        if paired is None:
+            paired = paired_differences(runs, baseline)
+        table = compare_table(runs, baseline, paired)
+        forests = forest_plots(runs, paired)
+        pt = paired_table(runs, paired)
+        if len(pt):
+            paired_html = Markup(pt.to_html(index=False, na_rep="-", escape=True,
+                                            classes="summary"))  # fmt: skip
+        paired_notes = paired.notes + [
+            f"warning: {w}" for w in stamp_warnings(runs, runs_differing_keys(runs))
+        ]
         if "run" not in table.columns:  # identical configs already get a "run" column
             table.insert(0, "run", [r.label for r in runs])
     else:
@@ -188,6 +233,9 @@ def render(runs: list[Run], *, compare: bool, baseline: int = 0, max_episodes: i
         "title": "eqa_runner comparison" if compare else f"eqa_runner report: {runs[0].label}",
         "summary_table": Markup(summary_table),  # pandas escaped the cells itself
         "notes": _notes(runs),
+        "forests": forests,
+        "paired_table": paired_html,
+        "paired_notes": paired_notes,
         "group": group,
         "charts": charts,
         "categories": sorted({e.category for s in sections for e in s.episodes}),
@@ -204,13 +252,14 @@ def write_reports(
     out: Path | None = None,
     baseline: int = 0,
     max_episodes: int = 300,
+    paired: Paired | None = None,
 ) -> list[Path]:
     """``--compare``: one report for all runs (default: their common parent); else one per run."""
     written = []
     if compare:
         dest = Path(out) if out else (common_parent([r.path for r in runs]) or Path("."))
         dest = dest / "report.html" if dest.suffix != ".html" else dest
-        dest.write_text(render(runs, compare=True, baseline=baseline,
+        dest.write_text(render(runs, compare=True, baseline=baseline, paired=paired,
                                max_episodes=max_episodes), encoding="utf-8")  # fmt: skip
         return [dest]
     for r in runs:
@@ -223,3 +272,44 @@ def write_reports(
         dest.write_text(render([r], compare=False, max_episodes=max_episodes), encoding="utf-8")
         written.append(dest)
     return written
+
+
+# ----------------------------------------------------------------------------- --judges
+
+
+def render_judges(rep: JudgesReport) -> str:
+    """The judge-agreement page: per-judge table, agreement table, scatter per pair, and the
+    episodes the judges disagree on most."""
+    tables = judges_tables(rep)
+    by_name = {j.name: j for j in rep.judges}
+    scatters = []
+    for p in rep.pairs:
+        a, b = by_name[p.a], by_name[p.b]
+        va, vb = a.scores.values.get(p.metric, {}), b.scores.values.get(p.metric, {})
+        pts = [(va[k], vb[k]) for k in sorted(set(va) & set(vb))]
+        g = p.agreement
+        title = f"{p.metric}: ρ = {g.spearman:.2f}, n = {g.n}"
+        scatters.append(agreement_svg(pts, xlabel=f"{p.a} ({p.metric})",
+                                      ylabel=f"{p.b} ({p.metric})", title=title))  # fmt: skip
+
+    def html(df: Any) -> Markup:
+        return Markup(df.to_html(index=False, na_rep="-", escape=True, classes="summary"))
+
+    values = {
+        "title": f"eqa_runner judges: {rep.run.label}",
+        "judges_table": html(tables["judges"]),
+        "agreement_table": html(tables["agreement"]),
+        "disagreements": html(tables["disagreements"]) if len(tables["disagreements"]) else "",
+        "scatters": scatters,
+        "method": rep.method,
+    }
+    return _environment().get_template("judges.html.j2").render(values)
+
+
+def write_judges_report(rep: JudgesReport, out: Path | None = None) -> Path:
+    dest = Path(out) if out else rep.run.path / "judges.html"
+    if dest.suffix != ".html":
+        dest = dest / "judges.html"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(render_judges(rep), encoding="utf-8")
+    return dest

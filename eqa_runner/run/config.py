@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from eqa_runner.schema import bounded
+from eqa_runner.schema import bounded, one_of
 
 
 @dataclass
@@ -27,4 +27,6 @@ class RunConfig:
     cache: bool = True  # disk cache of model calls
     cache_dir: str = "${oc.env:EQA_RUNNER_CACHE_DIR,.cache/eqa_runner}"
     bootstrap_samples: int = bounded(1000, ge=0)
+    # summary intervals: resample whole scenes / episode histories (cluster) or episodes (iid)
+    interval: str = one_of("cluster", ("cluster", "iid"))
     extra: dict[str, Any] = field(default_factory=dict)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import platform
 import re
+import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
@@ -21,6 +23,7 @@ from eqa_runner.records import (
     read_records,
     write_json_atomic,
 )
+from eqa_runner.scoring.aggregate import intervals_note
 from eqa_runner.scoring.base import Judge
 from eqa_runner.types import EpisodeRecord, UsageInfo
 
@@ -178,8 +181,12 @@ def write_summary(
     cfg, judge, out_dir, ids = inputs.cfg, inputs.judge, inputs.out_dir, inputs.episode_ids
     final = final_records(read_records(out_dir / jsonl_name))
     recs = [final[i] for i in ids if i in final]
+    method = str(cfg.run.get("interval", "cluster"))
     agg = judge.aggregate(
-        recs, bootstrap_samples=int(cfg.run.bootstrap_samples), seed=int(cfg.run.seed)
+        recs,
+        bootstrap_samples=int(cfg.run.bootstrap_samples),
+        seed=int(cfg.run.seed),
+        interval=method,
     )
     models = {
         "policy": str(cfg.llm.model),
@@ -202,6 +209,13 @@ def write_summary(
             "judge": judge.name,
             "shard": cfg.run.get("shard"),
             "run_dir": str(out_dir),
+            "intervals": intervals_note(method, int(cfg.run.bootstrap_samples)),
+            "reproducibility": reproducibility_stamp(
+                config=OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
+                task_info=inputs.task_info,
+                prompts=inputs.prompts,
+                judge_model=models["judge"],
+            ),
             **(extra or {}),
         },
     )
@@ -223,3 +237,51 @@ def write_summary(
         flush=True,
     )
     return {"counts": c, **head}
+
+
+# ----------------------------------------------------------------------------- reproducibility
+
+
+@functools.lru_cache(maxsize=8)
+def git_state(path: Path | None = None) -> dict[str, Any] | None:
+    """``{"commit", "dirty"}`` of the checkout eqa_runner runs from; None when it is not run
+    from a git checkout (an installed wheel) or git is missing. Never raises."""
+    src = Path(path) if path else Path(__file__).resolve().parents[2]
+    try:
+        top = subprocess.run(
+            ["git", "-C", str(src), "rev-parse", "--show-toplevel", "HEAD"],
+            capture_output=True, text=True, timeout=10, check=True,
+        ).stdout.splitlines()  # fmt: skip
+        if len(top) != 2 or Path(top[0]).resolve() != src.resolve():
+            return None  # e.g. site-packages inside some other repository
+        dirty = subprocess.run(
+            ["git", "-C", str(src), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, timeout=30, check=True,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": top[1], "dirty": bool(dirty)}
+
+
+def reproducibility_stamp(
+    *,
+    config: dict[str, Any],
+    task_info: dict[str, Any],
+    prompts: dict[str, dict[str, object]],
+    judge_model: str,
+) -> dict[str, Any]:
+    """What a reader needs to tell whether two summaries can be compared (``report --compare``
+    warns when they differ beyond the compared keys): code version and commit, data and prompt
+    hashes, the judge snapshot, every seed and the result-config fingerprint."""
+    from eqa_runner.run.provenance import fingerprint, flatten
+
+    flat = flatten(config)
+    return {
+        "eqa_runner": __version__,
+        "git": dict(g) if (g := git_state()) else None,
+        "data_sha256": {k: v for k, v in sorted(task_info.items()) if k.endswith("_sha256") and v},
+        "prompts_sha256": {n: p.get("sha256") for n, p in sorted(prompts.items())},
+        "judge_model": judge_model,
+        "seeds": {k: v for k, v in sorted(flat.items()) if k.rsplit(".", 1)[-1] == "seed"},
+        "config_fingerprint": fingerprint(config),
+    }

@@ -39,7 +39,7 @@ from typing import Any
 from eqa_runner.errors import ConfigError
 from eqa_runner.llm import LLMClient
 from eqa_runner.records import EPISODES_FILE, SUMMARY_FILE, final_records, read_records
-from eqa_runner.scoring.aggregate import mean_with_ci
+from eqa_runner.scoring.aggregate import clusters_of, interval_of
 from eqa_runner.scoring.config import AEQA_MISSING_RULES, AEQA_PATH_LENGTHS
 from eqa_runner.scoring.config import AEQAJudgeConfig as Schema
 from eqa_runner.scoring.efficiency import llm_match_spl, path_weight
@@ -191,9 +191,47 @@ class AEQAJudge(LLMMatchJudge):
             return None if self.missing_prediction == "exclude" else 0.0
         return metrics.get("llm_match")
 
+    def episode_values(self, records: Sequence[EpisodeRecord]) -> dict[str, dict[str, float]]:
+        """Per-question llm_match and llm_match_spl (in %), missing predictions by the rule."""
+        vals = self._values(records)[0]
+        return {
+            "llm_match": {str(r["episode_id"]): 100.0 * lm for r, lm, _ in vals},
+            "llm_match_spl": {str(r["episode_id"]): 100.0 * s for r, _, s in vals if s is not None},
+        }
+
     def aggregate(
-        self, records: Sequence[EpisodeRecord], *, bootstrap_samples: int = 1000, seed: int = 0
+        self,
+        records: Sequence[EpisodeRecord],
+        *,
+        bootstrap_samples: int = 1000,
+        seed: int = 0,
+        interval: str = "cluster",
     ) -> dict[str, Any]:
+        vals, counts, blind, blind_model = self._values(records)
+        clusters = clusters_of(records)
+
+        def ci(xs: dict[str, float]) -> dict[str, Any]:
+            return interval_of(xs, clusters, method=interval, scale=100.0,
+                               samples=bootstrap_samples, seed=seed)  # fmt: skip
+
+        def block(vs: Sequence[tuple[EpisodeRecord, float, float | None]]) -> dict[str, Any]:
+            return {
+                "llm_match": ci({str(r["episode_id"]): v for r, v, _ in vs}),
+                "llm_match_spl": ci({str(r["episode_id"]): s for r, _, s in vs if s is not None}),
+            }
+
+        def groups(key: str) -> dict[str, dict[str, Any]]:
+            names = sorted({str(r.get(key)) for r, _, _ in vals if r.get(key) is not None})
+            return {g: block([v for v in vals if str(v[0].get(key)) == g]) for g in names}
+
+        return self._summary(records, vals, counts, blind, blind_model, block(vals), groups)
+
+    def _values(
+        self, records: Sequence[EpisodeRecord]
+    ) -> tuple[
+        list[tuple[EpisodeRecord, float, float | None]], dict[str, int], dict[str, int], Any
+    ]:
+        """(record, llm_match, llm_match_spl) per counted question, the counts, blind scores."""
         blind: dict[str, int] = {}
         blind_model = None
         if self.missing_prediction == "blind_fallback" and self.blind_run_dir is not None:
@@ -231,21 +269,20 @@ class AEQAJudge(LLMMatchJudge):
                 lm = 0.0 if mark is None else (min(max(mark, 1), 5) - 1) / 4
             vals.append((r, lm, 0.0 if explores else None))
 
-        def ci(xs: list[float]) -> dict[str, Any]:
-            return mean_with_ci(xs, scale=100.0, samples=bootstrap_samples, seed=seed)
+        return vals, counts, blind, blind_model
 
-        def block(vs: Sequence[tuple[EpisodeRecord, float, float | None]]) -> dict[str, Any]:
-            return {
-                "llm_match": ci([v for _, v, _ in vs]),
-                "llm_match_spl": ci([s for _, _, s in vs if s is not None]),
-            }
-
-        def groups(key: str) -> dict[str, dict[str, Any]]:
-            names = sorted({str(r.get(key)) for r, _, _ in vals if r.get(key) is not None})
-            return {g: block([v for v in vals if str(v[0].get(key)) == g]) for g in names}
-
+    def _summary(
+        self,
+        records: Sequence[EpisodeRecord],
+        vals: list[tuple[EpisodeRecord, float, float | None]],
+        counts: dict[str, int],
+        blind: dict[str, int],
+        blind_model: Any,
+        headline: dict[str, Any],
+        groups: Any,
+    ) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "headline": block(vals),
+            "headline": headline,
             "metric_note": (
                 "A-EQA in percent over the questions: llm_match = mean 100*(s-1)/4 (LLM-Match); "
                 "llm_match_spl = mean 100*(s-1)/4 * l/max(l, p) (efficiency-weighted LLM-Match; "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -49,13 +49,88 @@ def breakdown(
     scale: float = 1.0,
     samples: int = 1000,
     seed: int = 0,
+    method: str = "iid",
 ) -> dict[str, dict[str, Any]]:
-    """Per-group mean and interval (groups sorted by name); records whose value is None skipped."""
-    groups: dict[str, list[float]] = defaultdict(list)
-    for r in records:
+    """Per-group mean and interval (groups sorted by name); records whose value is None skipped.
+
+    ``method="cluster"``: each group's interval resamples the scenes within the group.
+    """
+    groups: dict[str, dict[str, float]] = defaultdict(dict)
+    labels: dict[str, Hashable] = {}
+    for i, r in enumerate(records):
         g, v = key(r), value(r)
         if g is not None and v is not None:
-            groups[g].append(v)
+            groups[g][str(i)] = v
+            if method == "cluster":
+                labels[str(i)] = _cluster(r)
+    clusters = labels if method == "cluster" else None
     return {
-        g: mean_with_ci(groups[g], scale=scale, samples=samples, seed=seed) for g in sorted(groups)
+        g: interval_of(groups[g], clusters, method=method, scale=scale, samples=samples, seed=seed)
+        for g in sorted(groups)
+    }
+
+
+# -- headline intervals: clustered where clusters exist (docs/statistics.md) ------------------
+
+INTERVAL_METHODS = ("cluster", "iid")
+
+
+def clusters_of(records: Sequence[EpisodeRecord]) -> dict[str, str]:
+    """``episode_id -> cluster``: the record's ``scene`` (OpenEQA: the episode history; EXPRESS,
+    A-EQA, HM-EQA: the scene). An episode without a scene is a cluster of its own."""
+    return {str(r["episode_id"]): _cluster(r) for r in records}
+
+
+def _cluster(r: Mapping[str, Any]) -> str:
+    return str(r.get("scene") or "") or f"\x00{r.get('episode_id')}"
+
+
+def interval_of(
+    values: Mapping[str, float],
+    clusters: Mapping[str, Hashable] | None = None,
+    *,
+    method: str = "cluster",
+    scale: float = 1.0,
+    samples: int = 1000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """``{"mean", "ci95", "n", "n_clusters", "interval"}`` of ``episode_id -> value``.
+
+    The one place a summary's intervals come from. ``method="cluster"`` resamples whole
+    clusters when ``clusters`` name at least two (else episodes, and ``interval`` says
+    ``"iid"``); ``"iid"`` resamples episodes exactly as :func:`bootstrap_ci` always did.
+    """
+    if method not in INTERVAL_METHODS:
+        raise ValueError(f"interval method must be one of {INTERVAL_METHODS}, not {method!r}")
+    scaled = {k: float(v) * scale for k, v in values.items()}
+    if not scaled:
+        return {"mean": None, "ci95": [None, None], "n": 0}
+    if method == "iid" or clusters is None:
+        out = mean_with_ci(list(scaled.values()), samples=samples, seed=seed)
+        return {**out, "n_clusters": out["n"], "interval": "iid"}
+    from eqa_runner.scoring.stats import mean_interval
+
+    iv = mean_interval(scaled, {k: clusters[k] for k in scaled}, samples=samples, seed=seed)
+    if iv.method == "iid":  # fewer than two clusters: the i.i.d. interval, same numbers as before
+        out = mean_with_ci(list(scaled.values()), samples=samples, seed=seed)
+        return {**out, "n_clusters": iv.n_clusters, "interval": "iid"}
+    return {
+        "mean": iv.mean,
+        "ci95": [iv.lo, iv.hi],
+        "n": iv.n,
+        "n_clusters": iv.n_clusters,
+        "interval": iv.method,
+    }
+
+
+def intervals_note(method: str, samples: int) -> dict[str, Any]:
+    """What a summary records about its intervals (``summary["intervals"]``)."""
+    return {
+        "method": method,
+        "level": 0.95,
+        "bootstrap_samples": samples,
+        "cluster": "the record's scene (OpenEQA: episode history; EXPRESS/A-EQA/HM-EQA: scene)",
+        "note": "percentile bootstrap; 'cluster' resamples whole clusters where a metric's "
+        "episodes fall in at least two (each metric's own 'interval' says which was used); "
+        "docs/statistics.md",
     }

@@ -47,9 +47,29 @@ class Judge(ABC):
 
     @abstractmethod
     def aggregate(
-        self, records: Sequence[EpisodeRecord], *, bootstrap_samples: int = 1000, seed: int = 0
+        self,
+        records: Sequence[EpisodeRecord],
+        *,
+        bootstrap_samples: int = 1000,
+        seed: int = 0,
+        interval: str = "cluster",
     ) -> dict[str, Any]:
-        """Headline metrics, breakdowns and intervals from final per-episode records."""
+        """Headline metrics, breakdowns and intervals from final per-episode records.
+
+        ``interval``: ``"cluster"`` (resample scenes where there are several) or ``"iid"``.
+        """
+
+    def episode_values(self, records: Sequence[EpisodeRecord]) -> dict[str, dict[str, float]]:
+        """Each headline metric's per-episode values (``episode_id -> value``, in the
+        metric's unit): the mean of each is the headline, and paired comparisons, judge
+        agreement and power use them. Default: the headline metric, ``progress_value`` in %."""
+        out: dict[str, float] = {}
+        for r in records:
+            if r["status"] == "ok" and r["judge_ok"]:
+                v = self.progress_value({k: v for k, v in r["metrics"].items() if v is not None})
+                if v is not None:
+                    out[str(r["episode_id"])] = 100.0 * v
+        return {self.headline: out}
 
     def progress_value(self, metrics: Mapping[str, float | None]) -> float | None:
         """One episode's contribution (0..1) to the progress-bar metric; None to skip it."""

@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from eqa_runner.llm import OFFLINE_TAG, ImagePart, LLMClient, Message, RequestEstimate, system, user
 from eqa_runner.prompts import express_prompt
-from eqa_runner.scoring.aggregate import mean_with_ci
+from eqa_runner.scoring.aggregate import clusters_of, interval_of
 from eqa_runner.scoring.base import Judge
 from eqa_runner.scoring.config import INF_POLICIES, EACJudgeConfig
 from eqa_runner.scoring.efficiency import path_weight
@@ -229,43 +229,49 @@ class EACJudge(Judge):
         v = self._answer_values(metrics) if "c" in metrics else None
         return None if v is None else v[0]
 
+    def episode_values(self, records: Sequence[EpisodeRecord]) -> dict[str, dict[str, float]]:
+        """Per-episode C, C_star, E_path (percent; excluded episodes left out) and d_T (m)."""
+        out: dict[str, dict[str, float]] = {"C": {}, "C_star": {}, "E_path": {}, "d_T": {}}
+        for r in records:
+            if r["status"] != "ok":
+                continue
+            i = str(r["episode_id"])
+            if r["judge_ok"] and (v := self._answer_values(r["metrics"])) is not None:
+                out["C"][i], out["C_star"][i], out["E_path"][i] = (100.0 * x for x in v)
+            if (d := self._distance(r)) is not None:
+                out["d_T"][i] = d
+        return out
+
     def aggregate(
-        self, records: Sequence[EpisodeRecord], *, bootstrap_samples: int = 1000, seed: int = 0
+        self,
+        records: Sequence[EpisodeRecord],
+        *,
+        bootstrap_samples: int = 1000,
+        seed: int = 0,
+        interval: str = "cluster",
     ) -> dict[str, Any]:
         ok = [r for r in records if r["status"] == "ok"]
         scored = [r for r in ok if r["judge_ok"]]
-        kw: dict[str, Any] = {"samples": bootstrap_samples, "seed": seed}
+        clusters = clusters_of(ok)
         answer = {id(r): self._answer_values(r["metrics"]) for r in scored}
-        dist = {id(r): self._distance(r) for r in ok}
         kept = [r for r in scored if answer[id(r)] is not None]
 
-        def metric(rs: Sequence[EpisodeRecord], i: int) -> list[float]:
-            return [a[i] for r in rs if (a := answer.get(id(r))) is not None]
-
         def dists(rs: Sequence[EpisodeRecord]) -> list[float]:
-            return [d for r in rs if (d := dist.get(id(r))) is not None]
+            return [d for r in rs if (d := self._distance(r)) is not None]
 
-        def block(rs_scored: Sequence[EpisodeRecord], rs_ok: Sequence[EpisodeRecord]):
+        def block(rs: Sequence[EpisodeRecord]) -> dict[str, dict[str, Any]]:
             return {
-                "C": mean_with_ci(metric(rs_scored, 0), scale=100.0, **kw),
-                "C_star": mean_with_ci(metric(rs_scored, 1), scale=100.0, **kw),
-                "E_path": mean_with_ci(metric(rs_scored, 2), scale=100.0, **kw),
-                "d_T": mean_with_ci(dists(rs_ok), **kw),
+                m: interval_of(v, clusters, method=interval, samples=bootstrap_samples, seed=seed)
+                for m, v in self.episode_values(rs).items()
             }
 
         def groups(key: Literal["category", "subset"]) -> dict[str, dict[str, Any]]:
             names = sorted({str(r[key]) for r in ok if r[key] is not None})
-            return {
-                g: block(
-                    [r for r in scored if str(r[key]) == g],
-                    [r for r in ok if str(r[key]) == g],
-                )
-                for g in names
-            }
+            return {g: block([r for r in ok if str(r[key]) == g]) for g in names}
 
         inf_path = sum(1 for r in scored if math.isinf(_num(r["metrics"].get("path_len"))))
         inf_goal = sum(1 for r in ok if not math.isfinite(self._raw_distance(r)))
-        head = block(scored, ok)
+        head = block(ok)
         return {
             "headline": head,
             "metric_note": (

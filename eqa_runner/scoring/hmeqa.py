@@ -17,7 +17,7 @@ from typing import Any
 from eqa_runner.llm import LLMClient
 from eqa_runner.llm.choice import option_letters, parse_choice
 from eqa_runner.llm.choice_rules import apply_rule
-from eqa_runner.scoring.aggregate import breakdown, mean_with_ci
+from eqa_runner.scoring.aggregate import breakdown, clusters_of, interval_of, mean_with_ci
 from eqa_runner.scoring.base import Judge
 from eqa_runner.scoring.config import HMEQAJudgeConfig as Schema
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
@@ -83,19 +83,32 @@ class HMEQAJudge(Judge):
         raw = f"exact match: {letter or 'unparsable'} vs {episode.answer}"
         return Score(ok=True, raw=raw, metrics=metrics)
 
+    def episode_values(self, records: Sequence[EpisodeRecord]) -> dict[str, dict[str, float]]:
+        """Per-episode accuracy and, where recorded, both upstream rules (in %)."""
+        scored = [r for r in records if r["status"] == "ok" and r["judge_ok"]]
+        out: dict[str, dict[str, float]] = {}
+        for name in ("accuracy", "success_weighted", "success_max"):
+            vals = {str(r["episode_id"]): 100.0 * float(v) for r in scored
+                    if (v := r["metrics"].get(name)) is not None}  # fmt: skip
+            if vals or name == "accuracy":
+                out[name] = vals
+        return out
+
     def aggregate(
-        self, records: Sequence[EpisodeRecord], *, bootstrap_samples: int = 1000, seed: int = 0
+        self,
+        records: Sequence[EpisodeRecord],
+        *,
+        bootstrap_samples: int = 1000,
+        seed: int = 0,
+        interval: str = "cluster",
     ) -> dict[str, Any]:
         scored = [r for r in records if r["status"] == "ok" and r["judge_ok"]]
         kw: dict[str, Any] = {"scale": 100.0, "samples": bootstrap_samples, "seed": seed}
-
-        def metric(name: str) -> list[float]:
-            return [float(v) for r in scored if (v := r["metrics"].get(name)) is not None]
-
-        headline = {"accuracy": mean_with_ci(metric("accuracy"), **kw)}
-        for rule in ("success_weighted", "success_max"):
-            if metric(rule):
-                headline[rule] = mean_with_ci(metric(rule), **kw)
+        clusters = clusters_of(scored)
+        headline = {
+            name: interval_of(vals, clusters, method=interval, samples=bootstrap_samples, seed=seed)
+            for name, vals in self.episode_values(scored).items()
+        }
         answered = [r for r in scored if not r["metrics"].get("unparsable")]
         paths = Counter(str(r["trace"].get("answer_path", "unknown")) for r in scored)
         step_sources: dict[str, Counter[str]] = {"answer": Counter(), "confidence": Counter()}

@@ -9,7 +9,7 @@ from typing import Any
 
 from eqa_runner.llm import OFFLINE_TAG, LLMClient, RequestEstimate, user
 from eqa_runner.prompts import load_prompt
-from eqa_runner.scoring.aggregate import breakdown, mean_with_ci
+from eqa_runner.scoring.aggregate import breakdown, clusters_of, interval_of
 from eqa_runner.scoring.base import Judge
 from eqa_runner.scoring.config import LLMMatchJudgeConfig as Schema
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
@@ -142,13 +142,22 @@ class LLMMatchJudge(Judge):
         return Score(ok=True, raw=raw, metrics=metrics)
 
     def aggregate(
-        self, records: Sequence[EpisodeRecord], *, bootstrap_samples: int = 1000, seed: int = 0
+        self,
+        records: Sequence[EpisodeRecord],
+        *,
+        bootstrap_samples: int = 1000,
+        seed: int = 0,
+        interval: str = "cluster",
     ) -> dict[str, Any]:
         scored = [r for r in records if r["status"] == "ok" and r["judge_ok"]]
-        vals = [v for r in scored if (v := r["metrics"]["llm_match"]) is not None]
-        kw: dict[str, Any] = {"scale": 100.0, "samples": bootstrap_samples, "seed": seed}
+        vals = {
+            str(r["episode_id"]): v for r in scored if (v := r["metrics"]["llm_match"]) is not None
+        }
+        kw: dict[str, Any] = {
+            "scale": 100.0, "samples": bootstrap_samples, "seed": seed, "method": interval,
+        }  # fmt: skip
         return {
-            "headline": {"llm_match": mean_with_ci(vals, **kw)},
+            "headline": {"llm_match": interval_of(vals, clusters_of(scored), **kw)},
             "metric_note": "llm_match: OpenEQA LLM-Match in percent, mean of 100*(s-1)/4 over "
             "episodes with a parsable judgement",
             "by_category": breakdown(

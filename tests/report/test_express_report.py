@@ -290,7 +290,17 @@ def test_express_shards_merge_and_compare(express_run, tmp_path):
         # bootstrap intervals do not depend on record order: merged == unsharded, interval too
         assert merged[m] == _fmt(whole[m])
         assert base[m] == _fmt(other[m]) and base[f"Δ {m}"] == "(baseline)"
-        assert merged[f"Δ {m}"] == f"{exp[m] - other[m]['mean']:+.1f}"
+        # Δ is paired (issue 18): per episode, on the episodes both runs scored only
+        from eqa_runner.scoring.express_eac import EACJudge
+
+        judge = EACJudge(model="offline")
+        va = judge.episode_values(read_records(short / "episodes.jsonl"))[m]
+        vb = judge.episode_values(recs)[m]
+        common = sorted(set(va) & set(vb))
+        assert 0 < len(common) < len(vb)
+        want = sum(vb[k] - va[k] for k in common) / len(common)
+        assert merged[f"Δ {m}"] == f"{want:+.{2 if m == 'd_T' else 1}f}"
+    assert "scored only here (" in out and ": left out of every Δ" in out
 
     by = {r["type"]: r for r in _table(out.split("by type:", 1)[1], "type")}
     col = "run.limit=8, policy.max_steps=3"
