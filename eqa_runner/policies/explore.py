@@ -164,6 +164,7 @@ class ExplorePolicy(Policy):
                 role="stop",
                 cache=ctx.llm.cache,
                 cache_salt=ctx.llm.cache_salt,
+                ceiling=ctx.llm.ceiling,
             )
         return self._stop_clients[key]
 

@@ -70,9 +70,10 @@ def llm_clients(cfg: DictConfig, judge: Judge, salt: dict[str, str]) -> tuple[LL
     """The policy's and the judge's model clients, checked for credentials before any episode."""
     cache = DiskCache(cfg.run.cache_dir) if cfg.run.cache else None
     base = OmegaConf.to_container(cfg.llm, resolve=True)
-    policy_llm = LLMClient(base, role="policy", cache=cache, cache_salt=salt)
+    workers = int(cfg.run.workers)  # the ceiling of calls in flight per endpoint
+    policy_llm = LLMClient(base, role="policy", cache=cache, cache_salt=salt, ceiling=workers)
     judge_cfg = {**base, **{k: v for k, v in judge.llm_overrides.items()}}
-    judge_llm = LLMClient(judge_cfg, role="judge", cache=cache, cache_salt=salt)
+    judge_llm = LLMClient(judge_cfg, role="judge", cache=cache, cache_salt=salt, ceiling=workers)
     for client, key in ((policy_llm, "llm"), (judge_llm, "judge")):
         problem = client.unknown_model()
         if problem:
