@@ -30,6 +30,7 @@ import os
 import random
 import threading
 import time
+import weakref
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
@@ -55,8 +56,12 @@ from eqa_runner.llm.usage import Completion, account, account_failure
 
 log = logging.getLogger(__name__)
 
-# AIMD decrease factor on a 429 / timeout (gentler than TCP's 0.5: bench/rate_limit.py)
+# AIMD on 429s / timeouts (bench/rate_limit.py): a gentler decrease than TCP's 0.5, and a
+# slow additive increase (+0.25 call per round of `limit` calls) so that probing past a
+# provider's limit, which costs a 429 each time, happens rarely
 ADAPTIVE_DECREASE = 0.7
+ADAPTIVE_INCREASE = 0.25
+ADAPTIVE_INITIAL = 8  # then doubling per round (slow start) up to the ceiling until a 429
 
 # Per-provider request limits checked before sending: (max images, max bytes per image).
 PROVIDER_IMAGE_LIMITS: dict[str, tuple[int, int]] = {
@@ -68,15 +73,16 @@ PROVIDER_IMAGE_LIMITS: dict[str, tuple[int, int]] = {
     "vertex_ai": (3000, 7 * 1024 * 1024),
 }
 
-_LIMITERS: dict[int, asyncio.Semaphore] = {}
+_LIMITERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
+_LIMITERS = weakref.WeakKeyDictionary()
 
 
 def _limiter(n: int) -> asyncio.Semaphore:
     """One semaphore per event loop: the global cap on concurrent model calls (``fixed``)."""
-    loop_id = id(asyncio.get_running_loop())
-    sem = _LIMITERS.get(loop_id)
+    loop = asyncio.get_running_loop()
+    sem = _LIMITERS.get(loop)
     if sem is None:
-        sem = _LIMITERS[loop_id] = asyncio.Semaphore(n)
+        sem = _LIMITERS[loop] = asyncio.Semaphore(n)
     return sem
 
 
@@ -96,24 +102,21 @@ class _FixedGate:
         self.sem.release()
 
 
-_HTTP: dict[int, Any] = {}
+_HTTP: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
 
 
 def _http_client(ceiling: int) -> Any:
-    """One ``httpx.AsyncClient`` per event loop (clients of loops that ended are dropped)."""
+    """One ``httpx.AsyncClient`` per event loop (dropped with its loop)."""
     loop = asyncio.get_running_loop()
-    entry = _HTTP.get(id(loop))
-    if entry is None or entry[0] is not loop:
+    client = _HTTP.get(loop)
+    if client is None:
         import httpx
 
-        for key in [k for k, (lp, _) in _HTTP.items() if lp.is_closed()]:
-            del _HTTP[key]
-        client = httpx.AsyncClient(
+        client = _HTTP[loop] = httpx.AsyncClient(
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=max(8, ceiling)),
             timeout=None,  # per request
         )
-        entry = _HTTP[id(loop)] = (loop, client)
-    return entry[1]
+    return client
 
 
 class DirectCallError(Exception):
@@ -147,13 +150,10 @@ def _outcome(exc: BaseException) -> str:
 
 
 def endpoint_stats() -> dict[str, dict[str, float]]:
-    """Per ``endpoint model`` (all event loops of this process): adaptive limit, peak, 429s."""
-    from eqa_runner.llm.adaptive import _LIMITS
+    """Per ``endpoint model``, the latest adaptive limit's state: limit, peak in flight, 429s."""
+    from eqa_runner.llm.adaptive import LAST
 
-    out: dict[str, dict[str, float]] = {}
-    for (_, endpoint, model), lim in _LIMITS.items():
-        out[f"{endpoint} {model}"] = lim.snapshot()
-    return out
+    return {f"{endpoint} {model}": lim.snapshot() for (endpoint, model), lim in LAST.items()}
 
 
 _CALL_POOL: ThreadPoolExecutor | None = None
@@ -250,8 +250,9 @@ class LLMClient:
     def _gate(self) -> AdaptiveLimit | _FixedGate:
         if self.cfg.concurrency == "fixed":
             return _FixedGate(_limiter(self.ceiling))
-        return limit_for(self.endpoint, self.cfg.model, self.ceiling, initial=self.ceiling,
-                         decrease=ADAPTIVE_DECREASE)  # fmt: skip
+        return limit_for(self.endpoint, self.cfg.model, self.ceiling, initial=ADAPTIVE_INITIAL,
+                         increase=ADAPTIVE_INCREASE, decrease=ADAPTIVE_DECREASE,
+                         slow_start=True)  # fmt: skip
 
     @property
     def model(self) -> str:
