@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -52,8 +52,19 @@ def build_components(cfg: DictConfig) -> Components:
 
 
 def build_sim(cfg: DictConfig) -> Simulator:
-    """The run's simulator from ``cfg.sim`` (built inside the job; the run closes it)."""
-    return build(cfg.sim, Simulator, "sim")
+    """The run's simulator from ``cfg.sim`` (built inside the job; the run closes it);
+    ``sim.instances=N`` > 1 builds N of them as one :class:`SimulatorPool`."""
+    node = cfg.sim
+    n = int(node.get("instances", 1) or 1)
+    if "instances" in node:
+        kept = cast(dict[str, Any], OmegaConf.to_container(node, resolve=True))
+        node = OmegaConf.create({k: v for k, v in kept.items() if k != "instances"})
+    sims = [build(node, Simulator, "sim") for _ in range(n)]
+    if n == 1:
+        return sims[0]
+    from eqa_runner.sim.pool import SimulatorPool
+
+    return SimulatorPool(sims)
 
 
 def resolve_output_dir(cfg: DictConfig) -> Path:
