@@ -6,12 +6,12 @@ atomic), and a scene lease keeps one scene loaded while any episode still uses i
 
 With ``sim.instances=N`` (a :class:`~eqa_runner.sim.pool.SimulatorPool`) the session holds N
 such lanes, one per simulator, each with its own thread and lease; :meth:`SimSession.lease`
-yields the lane an episode runs on. The lane for an episode of scene S is, among the lanes
-holding S and the idle lanes, the one with the fewest episodes (ties: a lane with S already
-loaded, then the lowest index); when every lane is busy with other scenes the episode waits.
-Episodes arrive sorted by scene, so a lane loads each scene once, and consecutive episodes
-of one scene spread over the idle lanes. The run builds the simulators and closes them; the
-session only owns its threads.
+yields the lane an episode runs on. An episode of scene S joins a lane where S is in use;
+else it takes an idle lane (one with S still loaded first, then one never used, then the
+lowest index); when every lane is busy with other scenes it waits. So episodes of different
+scenes run side by side, and as episodes arrive sorted by scene, each scene loads once (once
+per instance at most). The run builds the simulators and closes them; the session only owns
+its threads.
 """
 
 from __future__ import annotations
@@ -65,14 +65,15 @@ class SimSession:
 
     def _pick(self, scene_key: str) -> SimSession | None:
         """The lane for an episode of ``scene_key`` now (None: wait); see the module docstring."""
-        free = [ln for ln in self.lanes if ln._users == 0 or ln._scene == scene_key]
-        if not free:
+        active = [ln for ln in self.lanes if ln._users > 0 and ln._scene == scene_key]
+        if active:  # join the scene where it is loaded: no second load
+            return min(active, key=lambda ln: (ln._users, ln.index))
+        idle = [ln for ln in self.lanes if ln._users == 0]
+        if not idle:
             return None
-        return min(
-            free,
-            key=lambda ln: (ln._users, ln._scene != scene_key and ln.loaded_key != scene_key,
-                            ln.index),
-        )  # fmt: skip
+        # an idle lane: one that has this scene loaded, else one never used, else the first
+        return min(idle, key=lambda ln: (ln.loaded_key != scene_key, ln.loaded is not None,
+                                         ln.index))  # fmt: skip
 
     @property
     def loaded_key(self) -> str | None:
