@@ -85,7 +85,10 @@ class SimSession:
         this episode's simulator calls). Another scene waits until a lane is free."""
         _, cond = self._sync()
         async with cond:
-            lane = await cond.wait_for(lambda: self._pick(scene_key))
+            lane = self._pick(scene_key)
+            while lane is None:
+                await cond.wait()
+                lane = self._pick(scene_key)
             lane._scene = scene_key
             lane._users += 1
         try:
