@@ -1,11 +1,13 @@
 """Run-loop overhead: N blind episodes against the test server with fixed latency.
 
 Reports wall time over the ideal ``episodes x calls x latency / workers`` for several worker
-counts (target <= 1.15 at 16 workers), and, as the same-run baseline, plain litellm
-``completion`` calls from a thread pool doing the same number of calls.
+counts (target <= 1.10 at 16 workers), and, as the same-run baselines, the same run with
+``llm.direct_http=false`` (every call through litellm, the path before the direct one) and
+plain litellm ``completion`` calls from a thread pool doing the same number of calls. ``floor``
+is the ratio two calls in series per episode cannot beat (``ceil(episodes / workers)`` rounds).
 
-    .venv/bin/python bench/run_loop.py [--episodes 200] [--latency 0.2] [--workers 1 4 16]
-        [--models POLICY JUDGE]
+    .venv/bin/python bench/run_loop.py [--episodes 200] [--latency 0.2] [--workers 1 4 16 64]
+        [--models POLICY JUDGE] [--repeat 1]
 
 The models default to the shipped judge's pinned snapshot (``openai/gpt-4o-2024-08-06``) for
 both roles, served by the local test server through ``api_base``: litellm prices every call,
@@ -16,6 +18,7 @@ walks its fallback tables, about 3.5 ms more CPU per call, in both columns alike
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import tempfile
@@ -31,7 +34,9 @@ from bench._util import ROOT, llm_server_process  # noqa: E402
 CALLS_PER_EPISODE = 2  # blind policy + LLM-Match judge
 
 
-def run_once(url: str, data: Path, out: Path, workers: int, models: list[str]) -> float:
+def run_once(
+    url: str, data: Path, out: Path, workers: int, models: list[str], *extra: str
+) -> float:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
@@ -56,6 +61,7 @@ def run_once(url: str, data: Path, out: Path, workers: int, models: list[str]) -
                 f"judge.model={models[1]}",
                 f"judge.api_base={url}",
                 "run.bootstrap_samples=0",
+                *extra,
             ],
         )
     t0 = time.perf_counter()
@@ -88,7 +94,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--episodes", type=int, default=200)
     ap.add_argument("--latency", type=float, default=0.2)
-    ap.add_argument("--workers", type=int, nargs="+", default=[1, 4, 16])
+    ap.add_argument("--workers", type=int, nargs="+", default=[1, 4, 16, 64])
+    ap.add_argument("--repeat", type=int, default=1, help="rounds over the worker counts")
     ap.add_argument(
         "--models",
         nargs=2,
@@ -118,20 +125,35 @@ def main() -> None:
         print(
             f"{args.episodes} blind episodes x {CALLS_PER_EPISODE} calls, "
             f"server latency {args.latency * 1000:.0f} ms, {os.cpu_count()} cores, "
-            f"models {' / '.join(args.models)}"
+            f"models {' / '.join(args.models)}, load avg {os.getloadavg()[0]:.1f}"
         )
         print(
-            f"{'workers':>8} {'ideal s':>8} {'wall s':>8} {'ratio':>6} "
-            f"{'plain litellm threads s':>24} {'ratio':>6}"
+            f"{'workers':>7} {'ideal s':>7} {'floor':>5} | {'direct s':>8} {'ratio':>5} | "
+            f"{'litellm s':>9} {'ratio':>5} | {'plain litellm threads s':>23} {'ratio':>5}"
         )
-        for w in args.workers:
-            ideal = args.episodes * CALLS_PER_EPISODE * args.latency / w
-            wall = run_once(url, data, Path(tmp) / f"w{w}", w, args.models)
-            calls = args.episodes * CALLS_PER_EPISODE
-            plain = plain_litellm(url, calls, w, args.models[0]) if w > 1 else None
-            ptxt = f"{plain:24.2f} {plain / ideal:6.2f}" if plain else f"{'-':>24} {'-':>6}"
-            print(f"{w:8d} {ideal:8.2f} {wall:8.2f} {wall / ideal:6.2f} {ptxt}")
-    print("target: ratio <= 1.15 at 16 workers")
+        calls = args.episodes * CALLS_PER_EPISODE
+        for rnd in range(args.repeat):
+            for w in args.workers:
+                ideal = calls * args.latency / w
+                floor = math.ceil(args.episodes / w) * CALLS_PER_EPISODE * args.latency / ideal
+                out = Path(tmp) / f"r{rnd}w{w}"
+                fast = run_once(url, data, out, w, args.models)
+                slow = run_once(
+                    url,
+                    data,
+                    out.with_name(out.name + "-litellm"),
+                    w,
+                    args.models,
+                    "llm.direct_http=false",
+                )  # the judge inherits it
+                plain = plain_litellm(url, calls, w, args.models[0]) if w > 1 else None
+                ptxt = f"{plain:23.2f} {plain / ideal:5.2f}" if plain else f"{'-':>23} {'-':>5}"
+                print(
+                    f"{w:7d} {ideal:7.2f} {floor:5.2f} | {fast:8.2f} {fast / ideal:5.2f} | "
+                    f"{slow:9.2f} {slow / ideal:5.2f} | {ptxt}",
+                    flush=True,
+                )
+    print("target: ratio <= 1.10 at 16 workers (direct, the default path)")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""The model layer over real HTTP (litellm → the local OpenAI-compatible server)."""
+"""The model layer over real HTTP (the local OpenAI-compatible server), on both call paths:
+``direct`` (plain HTTP, the default for ``openai/...`` on an ``api_base``) and ``litellm``."""
 
 from __future__ import annotations
 
@@ -16,6 +17,14 @@ from eqa_runner.llm import (
     track_usage,
     user,
 )
+
+
+@pytest.fixture(autouse=True, params=["direct", "litellm"])
+def call_path(request, monkeypatch):
+    """Every test here runs on both call paths."""
+    if request.param == "litellm":
+        monkeypatch.setattr(LLMClient, "direct", property(lambda self: False))
+    return request.param
 
 
 def _client(srv, tmp_path=None, **kw) -> LLMClient:

@@ -5,6 +5,8 @@ raises the limit by ``increase / limit`` (about +1 per round of ``limit`` calls)
 reply (429) or a timeout multiplies it by ``decrease``, once per congestion event (calls that
 started before the last decrease do not decrease it again). A ``Retry-After`` pauses new calls
 to that endpoint until it has passed. ``ceiling`` (``run.workers``-bounded) is never exceeded.
+With ``slow_start`` the limit first doubles every round (+1 per success, as TCP's slow start)
+until the first decrease, then grows additively.
 
 One :class:`AdaptiveLimit` per endpoint (provider or ``api_base``, and model) per event loop:
 :func:`limit_for`.
@@ -16,7 +18,9 @@ import asyncio
 import contextlib
 import math
 import time
+import weakref
 from dataclasses import dataclass, field
+from typing import Any
 
 OK, RATE_LIMITED, TIMEOUT, ERROR = "ok", "rate_limited", "timeout", "error"
 
@@ -40,6 +44,7 @@ class AdaptiveLimit:
         increase: float = 1.0,
         decrease: float = 0.5,
         minimum: float = 1.0,
+        slow_start: bool = False,
     ) -> None:
         if ceiling < 1:
             raise ValueError(f"ceiling must be >= 1, got {ceiling}")
@@ -49,6 +54,7 @@ class AdaptiveLimit:
         self.minimum = max(1.0, float(minimum))
         self.limit = min(float(self.ceiling), max(self.minimum, float(initial)))
         self.increase, self.decrease = float(increase), float(decrease)
+        self.slow_start = bool(slow_start)
         self.in_flight = 0
         self.epoch = 0
         self.paused_until = 0.0
@@ -82,7 +88,8 @@ class AdaptiveLimit:
             self.in_flight -= 1
             self.stats[outcome] = self.stats.get(outcome, 0) + 1
             if outcome == OK:
-                self.limit = min(float(self.ceiling), self.limit + self.increase / self.limit)
+                step = 1.0 if self.slow_start and self.epoch == 0 else self.increase / self.limit
+                self.limit = min(float(self.ceiling), self.limit + step)
             elif outcome in (RATE_LIMITED, TIMEOUT) and ticket.epoch == self.epoch:
                 self.limit = max(self.minimum, self.limit * self.decrease)
                 self.epoch += 1
@@ -97,13 +104,16 @@ class AdaptiveLimit:
                 **self.stats}  # fmt: skip
 
 
-_LIMITS: dict[tuple[int, str, str], AdaptiveLimit] = {}
+_LIMITS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], AdaptiveLimit]]
+_LIMITS = weakref.WeakKeyDictionary()
+LAST: dict[tuple[str, str], AdaptiveLimit] = {}  # the latest limit per endpoint (stats, logs)
 
 
-def limit_for(endpoint: str, model: str, ceiling: int, **kw: float) -> AdaptiveLimit:
-    """The adaptive limit of ``(endpoint, model)`` on the running event loop (created once)."""
-    key = (id(asyncio.get_running_loop()), endpoint, model)
-    lim = _LIMITS.get(key)
+def limit_for(endpoint: str, model: str, ceiling: int, **kw: Any) -> AdaptiveLimit:
+    """The adaptive limit of ``(endpoint, model)`` on the running event loop (created once per
+    loop: a new ``asyncio.run`` starts afresh, never with a dead loop's state)."""
+    per_loop = _LIMITS.setdefault(asyncio.get_running_loop(), {})
+    lim = per_loop.get((endpoint, model))
     if lim is None:
-        lim = _LIMITS[key] = AdaptiveLimit(ceiling, **kw)
+        lim = per_loop[(endpoint, model)] = LAST[(endpoint, model)] = AdaptiveLimit(ceiling, **kw)
     return lim

@@ -1,9 +1,22 @@
 """The one place that talks to models: litellm calls with retries, a disk cache and accounting.
 
 litellm is imported lazily (it takes seconds) and with its local cost map, so nothing here touches
-the network until a real call is made. ``model: offline`` never touches it at all. Transport:
-``thread`` runs litellm's sync client in a bounded thread pool driven from the event loop,
-``async`` awaits ``litellm.acompletion``; both share one per-loop cap on concurrent calls.
+the network until a real call is made. ``model: offline`` never touches it at all.
+
+Two call paths with the same request, reply handling, accounting and cache keys:
+
+* direct (``llm.direct_http``, the default for ``openai/...`` models with an ``api_base``): one
+  HTTP POST to ``<api_base>/chat/completions`` from a per-event-loop ``httpx.AsyncClient``; the
+  body is what litellm would send (its own parameter mapping, ``get_optional_params``), the
+  price comes from litellm's cost map. A fraction of litellm's CPU per call
+  (docs/concurrency.md).
+* litellm (everything else): ``transport: thread`` runs litellm's sync client in a bounded
+  thread pool driven from the event loop, ``async`` awaits ``litellm.acompletion``.
+
+Admission: calls to one endpoint (``api_base`` or provider, and model) pass an
+:class:`~eqa_runner.llm.adaptive.AdaptiveLimit` (``llm.concurrency: adaptive``; AIMD on 429s
+and timeouts, paused by ``Retry-After``) or a fixed semaphore (``fixed``), both capped by
+``llm.max_concurrent_calls`` and by the run's ``run.workers`` (``ceiling``).
 """
 
 from __future__ import annotations
@@ -17,12 +30,22 @@ import os
 import random
 import threading
 import time
+import weakref
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Any
 
 from eqa_runner.errors import ConfigSecretError
+from eqa_runner.llm.adaptive import (
+    ERROR,
+    OK,
+    RATE_LIMITED,
+    TIMEOUT,
+    AdaptiveLimit,
+    Ticket,
+    limit_for,
+)
 from eqa_runner.llm.cache import CACHE_FORMAT_VERSION, DiskCache
 from eqa_runner.llm.config import LLMConfig
 from eqa_runner.llm.errors import EmptyReplyError, LLMError, is_retryable, retry_after_s, short
@@ -34,6 +57,13 @@ from eqa_runner.llm.usage import Completion, account, account_failure
 
 log = logging.getLogger(__name__)
 
+# AIMD on 429s / timeouts (bench/rate_limit.py): a gentler decrease than TCP's 0.5, and a
+# slow additive increase (+0.25 call per round of `limit` calls) so that probing past a
+# provider's limit, which costs a 429 each time, happens rarely
+ADAPTIVE_DECREASE = 0.7
+ADAPTIVE_INCREASE = 0.25
+ADAPTIVE_INITIAL = 8  # then doubling per round (slow start) up to the ceiling until a 429
+
 # Per-provider request limits checked before sending: (max images, max bytes per image).
 PROVIDER_IMAGE_LIMITS: dict[str, tuple[int, int]] = {
     "openai": (500, 20 * 1024 * 1024),
@@ -44,16 +74,87 @@ PROVIDER_IMAGE_LIMITS: dict[str, tuple[int, int]] = {
     "vertex_ai": (3000, 7 * 1024 * 1024),
 }
 
-_LIMITERS: dict[int, asyncio.Semaphore] = {}
+_LIMITERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
+_LIMITERS = weakref.WeakKeyDictionary()
 
 
 def _limiter(n: int) -> asyncio.Semaphore:
-    """One semaphore per event loop: the global cap on concurrent model calls."""
-    loop_id = id(asyncio.get_running_loop())
-    sem = _LIMITERS.get(loop_id)
+    """One semaphore per event loop: the global cap on concurrent model calls (``fixed``)."""
+    loop = asyncio.get_running_loop()
+    sem = _LIMITERS.get(loop)
     if sem is None:
-        sem = _LIMITERS[loop_id] = asyncio.Semaphore(n)
+        sem = _LIMITERS[loop] = asyncio.Semaphore(n)
     return sem
+
+
+class _FixedGate:
+    """``llm.concurrency: fixed``: the per-loop semaphore behind the adaptive gate's interface."""
+
+    def __init__(self, sem: asyncio.Semaphore) -> None:
+        self.sem = sem
+
+    async def acquire(self) -> Ticket:
+        await self.sem.acquire()
+        return Ticket(0)
+
+    async def release(
+        self, ticket: Ticket, outcome: str, retry_after_s: float | None = None
+    ) -> None:
+        self.sem.release()
+
+
+_HTTP: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+
+
+def _http_client(ceiling: int) -> Any:
+    """One ``httpx.AsyncClient`` per event loop (dropped with its loop)."""
+    loop = asyncio.get_running_loop()
+    client = _HTTP.get(loop)
+    if client is None:
+        import httpx
+
+        client = _HTTP[loop] = httpx.AsyncClient(
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=max(8, ceiling)),
+            timeout=None,  # per request
+        )
+    return client
+
+
+class DirectCallError(Exception):
+    """A failed direct HTTP call: the status (None: no response) and whether to retry."""
+
+    def __init__(self, msg: str, *, status: int | None = None, headers: Any = None,
+                 retryable: bool = True, timeout: bool = False) -> None:  # fmt: skip
+        super().__init__(msg)
+        self.status_code = status
+        self.litellm_response_headers = headers  # read by errors.retry_after_s
+        self.retryable = retryable
+        self.timeout = timeout
+
+
+def _outcome(exc: BaseException) -> str:
+    """How a failed attempt counts for the adaptive limit: rate limited, timed out or other."""
+    if isinstance(exc, DirectCallError):
+        if exc.status_code == 429:
+            return RATE_LIMITED
+        return TIMEOUT if exc.timeout else ERROR
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        return TIMEOUT
+    if getattr(exc, "status_code", None) == 429:
+        return RATE_LIMITED
+    name = type(exc).__name__
+    if name == "RateLimitError":
+        return RATE_LIMITED
+    if name in ("Timeout", "APITimeoutError"):
+        return TIMEOUT
+    return ERROR
+
+
+def endpoint_stats() -> dict[str, dict[str, float]]:
+    """Per ``endpoint model``, the latest adaptive limit's state: limit, peak in flight, 429s."""
+    from eqa_runner.llm.adaptive import LAST
+
+    return {f"{endpoint} {model}": lim.snapshot() for (endpoint, model), lim in LAST.items()}
 
 
 _CALL_POOL: ThreadPoolExecutor | None = None
@@ -67,6 +168,24 @@ def _call_pool(size: int) -> ThreadPoolExecutor:
         if _CALL_POOL is None:
             _CALL_POOL = ThreadPoolExecutor(max(1, size), thread_name_prefix="llm-call")
     return _CALL_POOL
+
+
+def _plain_openai_chat(name: str) -> bool:
+    """Whether litellm sends this OpenAI model's messages unchanged (its plain GPT config; not
+    the o-series / reasoning configs, which rewrite system messages and parameters)."""
+    try:
+        load_litellm()
+        from litellm.llms.openai.chat.gpt_transformation import (
+            OpenAIGPTConfig,
+            OpenAIUnknownModelConfig,
+        )
+        from litellm.types.utils import LlmProviders
+        from litellm.utils import ProviderConfigManager
+
+        conf = ProviderConfigManager.get_provider_chat_config(name, LlmProviders.OPENAI)
+    except Exception:  # noqa: BLE001 - another litellm layout: keep litellm
+        return False
+    return type(conf) in (OpenAIGPTConfig, OpenAIUnknownModelConfig)
 
 
 def provider_of(model: str) -> str:
@@ -83,12 +202,15 @@ class LLMClient:
         role: str,
         cache: DiskCache | None = None,
         cache_salt: dict[str, str] | None = None,
+        ceiling: int | None = None,
     ) -> None:
         if not isinstance(cfg, LLMConfig):
             known = set(LLMConfig.__dataclass_fields__)
             cfg = LLMConfig(**{k: v for k, v in dict(cfg).items() if k in known})
         if cfg.transport not in ("thread", "async"):
             raise ValueError(f"llm.transport={cfg.transport!r}: expected thread or async")
+        if cfg.concurrency not in ("adaptive", "fixed"):
+            raise ValueError(f"llm.concurrency={cfg.concurrency!r}: expected adaptive or fixed")
         if cfg.api_key:
             raise ConfigSecretError(
                 f"{role}: an API key was given as a config value (api_key). Keys are never "
@@ -101,7 +223,37 @@ class LLMClient:
         self.cache_salt = dict(cache_salt or {})
         self._rng = random.Random(hash((role, cfg.model)))
         self._sent_memo: dict[str, dict[str, Any]] = {}
+        self._wire_memo: dict[str, dict[str, Any]] = {}
         self._dummy_key: bool | None = None
+        self._unpriced = False
+        self._direct: bool | None = None
+        # the most calls in flight: llm.max_concurrent_calls, and the run's run.workers
+        self.ceiling = min(int(cfg.max_concurrent_calls), int(ceiling or cfg.max_concurrent_calls))
+
+    @property
+    def endpoint(self) -> str:
+        """Where calls go: the ``api_base``, else the provider (one adaptive limit each)."""
+        return self.cfg.api_base or provider_of(self.cfg.model)
+
+    @property
+    def direct(self) -> bool:
+        """Whether calls skip litellm: ``openai/...`` chat models on an ``api_base``
+        (OpenAI-compatible) whose request litellm passes through unchanged."""
+        if self._direct is None:
+            self._direct = bool(
+                self.cfg.direct_http
+                and self.cfg.api_base
+                and self.cfg.model.startswith("openai/")
+                and _plain_openai_chat(self.cfg.model.split("/", 1)[1])
+            )
+        return self._direct
+
+    def _gate(self) -> AdaptiveLimit | _FixedGate:
+        if self.cfg.concurrency == "fixed":
+            return _FixedGate(_limiter(self.ceiling))
+        return limit_for(self.endpoint, self.cfg.model, self.ceiling, initial=ADAPTIVE_INITIAL,
+                         increase=ADAPTIVE_INCREASE, decrease=ADAPTIVE_DECREASE,
+                         slow_start=True)  # fmt: skip
 
     @property
     def model(self) -> str:
@@ -276,9 +428,36 @@ class LLMClient:
         account(c)
         return c
 
-    async def _call_with_retries(
-        self, messages: Sequence[Message], params: dict[str, Any], payload: int
-    ) -> Completion:
+    def _api_key(self) -> str | None:
+        """The key to send: ``api_key_env``'s value, or a dummy for an auth-less ``api_base``."""
+        if self.cfg.api_key_env:
+            key = os.environ.get(self.cfg.api_key_env)
+            if not key:
+                raise LLMError(
+                    f"{self.role}: environment variable {self.cfg.api_key_env} "
+                    "(llm.api_key_env) is not set."
+                )
+            return key
+        if self.cfg.api_base and self._needs_dummy_key():
+            return "no-key"  # self-hosted OpenAI-compatible server without auth
+        return None
+
+    def wire_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The request-body parameters litellm would send for ``params`` (its own mapping)."""
+        key = json.dumps(params, sort_keys=True, default=str)
+        if key not in self._wire_memo:
+            from litellm.utils import get_optional_params
+
+            model, provider, _, _ = load_litellm().get_llm_provider(self.cfg.model)
+            opt = dict(get_optional_params(model=model, custom_llm_provider=provider,
+                                           drop_params=self.cfg.drop_params, **params))  # fmt: skip
+            extra = opt.pop("extra_body", None) or {}
+            opt.pop("stream", None)
+            self._wire_memo[key] = {**opt, **extra}
+        return dict(self._wire_memo[key])
+
+    def _litellm_send(self, messages: Sequence[Message], params: dict[str, Any]) -> Any:
+        """A function making one litellm attempt (awaitable of its response)."""
         litellm = load_litellm()
         kwargs: dict[str, Any] = {
             "model": self.cfg.model,
@@ -290,55 +469,163 @@ class LLMClient:
         }
         if self.cfg.api_base:
             kwargs["api_base"] = self.cfg.api_base
-        if self.cfg.api_key_env:
-            key = os.environ.get(self.cfg.api_key_env)
-            if not key:
-                raise LLMError(
-                    f"{self.role}: environment variable {self.cfg.api_key_env} "
-                    "(llm.api_key_env) is not set."
-                )
+        key = self._api_key()
+        if key is not None:
             kwargs["api_key"] = key
-        elif self.cfg.api_base and self._needs_dummy_key():
-            kwargs["api_key"] = "no-key"  # self-hosted OpenAI-compatible server without auth
+
+        def send() -> Any:
+            if self.cfg.transport == "async":
+                return litellm.acompletion(**kwargs)
+            # litellm's sync client in a bounded pool (less CPU per call here)
+            return asyncio.get_running_loop().run_in_executor(
+                _call_pool(self.cfg.max_concurrent_calls),
+                functools.partial(litellm.completion, **kwargs),
+            )
+
+        return send
+
+    def _direct_send(self, messages: Sequence[Message], params: dict[str, Any]) -> Any:
+        """A function making one direct HTTP attempt (coroutine of the reply's JSON)."""
+        body = {
+            "model": self.cfg.model.split("/", 1)[1],
+            "messages": wire_messages(messages, keyed=False),
+            **self.wire_params(params),
+        }
+        data = json.dumps(body).encode()
+        key = self._api_key() or os.environ.get("OPENAI_API_KEY")
+        headers = {"Content-Type": "application/json"}
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        url = str(self.cfg.api_base).rstrip("/") + "/chat/completions"
+        timeout = self.cfg.timeout_s
+
+        async def send() -> dict[str, Any]:
+            import httpx
+
+            try:
+                r = await _http_client(self.ceiling).post(
+                    url, content=data, headers=headers, timeout=timeout
+                )
+            except httpx.TimeoutException as e:
+                raise DirectCallError(f"Timeout: {e!r}", timeout=True) from e
+            except httpx.TransportError as e:  # reset, refused, protocol error
+                raise DirectCallError(f"connection error: {e!r}") from e
+            if r.status_code >= 400:
+                text = r.text
+                st = r.status_code
+                raise DirectCallError(
+                    f"HTTP {st}: {text}", status=st, headers=r.headers,
+                    retryable=st in (408, 409, 429) or st >= 500
+                    and not ("credential" in text.lower() or "api key" in text.lower()),
+                )  # fmt: skip
+            try:
+                reply = r.json()
+                reply["choices"][0]["message"]  # noqa: B018 - a reply without a message
+            except (ValueError, KeyError, IndexError, TypeError) as e:
+                raise DirectCallError(f"malformed reply: {short(e)}") from e
+            return reply
+
+        return send
+
+    async def _call_with_retries(
+        self, messages: Sequence[Message], params: dict[str, Any], payload: int
+    ) -> Completion:
+        direct = self.direct
+        if direct:
+            try:
+                send = self._direct_send(messages, params)
+            except LLMError:
+                raise
+            except Exception as exc:  # litellm refuses these params: let it say so
+                log.debug("%s: direct path unavailable (%s)", self.cfg.model, short(exc))
+                direct = False
+        if not direct:
+            send = self._litellm_send(messages, params)
+        gate = self._gate()
         log.debug("%s call: %d messages, payload ~%d bytes", self.cfg.model, len(messages), payload)
         retries = 0
         while True:
             t0 = time.perf_counter()
+            ticket = await gate.acquire()
             try:
-                async with _limiter(self.cfg.max_concurrent_calls):
-                    if self.cfg.transport == "async":
-                        call = litellm.acompletion(**kwargs)
-                    else:  # litellm's sync client in a bounded pool (less CPU per call here)
-                        call = asyncio.get_running_loop().run_in_executor(
-                            _call_pool(self.cfg.max_concurrent_calls),
-                            functools.partial(litellm.completion, **kwargs),
-                        )
-                    resp = await asyncio.wait_for(call, timeout=self.cfg.timeout_s + 5)
-                return self._completion(resp, params, retries, time.perf_counter() - t0, payload)
+                resp = await asyncio.wait_for(send(), timeout=self.cfg.timeout_s + 5)
             except asyncio.CancelledError:  # episode timeout: the attempt in flight is lost
+                asyncio.ensure_future(gate.release(ticket, ERROR))
                 account_failure(retries)
                 raise
             except Exception as exc:  # noqa: BLE001 - classified below
-                if not is_retryable(exc) or retries >= self.cfg.max_retries:
+                wait = retry_after_s(exc)
+                outcome = _outcome(exc)
+                await gate.release(ticket, outcome, wait if outcome == RATE_LIMITED else None)
+                if outcome == RATE_LIMITED and isinstance(gate, AdaptiveLimit):
+                    log.info(
+                        "%s %s: rate limited; calls in flight limited to %.1f (peak %d)",
+                        self.endpoint, self.cfg.model, gate.limit, gate.peak_in_flight,
+                    )  # fmt: skip
+                ok = exc.retryable if isinstance(exc, DirectCallError) else is_retryable(exc)
+                if not ok or retries >= self.cfg.max_retries:
                     account_failure(retries)
+                    name = _error_name(exc)
                     raise LLMError(
                         f"{self.cfg.model} ({self.role}) failed after {retries} retries: "
-                        f"{type(exc).__name__}: {short(exc)}"
+                        f"{name}: {short(exc)}"
                     ) from exc
-                wait = retry_after_s(exc)
                 if wait is None:
                     wait = min(self.cfg.backoff_max_s, self.cfg.backoff_base_s * 2**retries)
                     wait *= 0.5 + self._rng.random() / 2
                 wait = min(wait, self.cfg.backoff_max_s)
                 retries += 1
                 log.info(
-                    "%s: %s, retry %d in %.2fs", self.cfg.model, type(exc).__name__, retries, wait
+                    "%s: %s, retry %d in %.2fs", self.cfg.model, _error_name(exc), retries, wait
                 )
+            else:
+                await gate.release(ticket, OK)
+                latency = time.perf_counter() - t0
+                if direct:
+                    return self._direct_completion(resp, params, retries, latency, payload)
+                return self._completion(resp, params, retries, latency, payload)
             try:
                 await asyncio.sleep(wait)
             except asyncio.CancelledError:  # cancelled while backing off: `retries` requests made
                 account_failure(retries - 1)
                 raise
+
+    def _cost(self, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """litellm's price of a reply (None for a model its cost map does not know)."""
+        if self._unpriced:
+            return None
+        try:
+            p, c = load_litellm().cost_per_token(
+                model=self.cfg.model, prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+            )  # fmt: skip
+        except Exception:  # noqa: BLE001 - not in the cost map
+            self._unpriced = True
+            return None
+        return float(p) + float(c)
+
+    def _direct_completion(
+        self, reply: dict[str, Any], params: dict[str, Any], retries: int, latency: float,
+        payload: int,
+    ) -> Completion:  # fmt: skip
+        choice = reply["choices"][0]
+        message = choice.get("message") or {}
+        usage = reply.get("usage") or {}
+        prompt = int(usage.get("prompt_tokens") or 0)
+        completion = int(usage.get("completion_tokens") or 0)
+        return Completion(
+            text=message.get("content") or "",
+            model=self.cfg.model,
+            finish_reason=choice.get("finish_reason"),
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            cost_usd=self._cost(prompt, completion),
+            retries=retries,
+            latency_s=latency,
+            payload_bytes=payload,
+            params=self.sent_params(params),
+            logprobs=extract_top_logprobs(choice) if params.get("logprobs") else None,
+        )
 
     def _completion(
         self, resp: Any, params: dict[str, Any], retries: int, latency: float, payload: int
@@ -363,3 +650,11 @@ class LLMClient:
             params=self.sent_params(params),
             logprobs=extract_top_logprobs(choice) if params.get("logprobs") else None,
         )
+
+
+def _error_name(exc: BaseException) -> str:
+    if isinstance(exc, DirectCallError):
+        if exc.status_code == 429:
+            return "RateLimitError"
+        return "Timeout" if exc.timeout else "APIError"
+    return type(exc).__name__

@@ -11,6 +11,9 @@ from eqa_runner.schema import bounded, one_of
 # cheaper per call, bench/run_loop.py); "async": litellm.acompletion on the event loop
 TRANSPORTS = ("thread", "async")
 IMAGE_FORMATS = ("png", "jpeg")
+# "adaptive": calls in flight per endpoint learned by AIMD on 429s / timeouts (docs/concurrency.md);
+# "fixed": always up to the ceiling (min of max_concurrent_calls and run.workers)
+CONCURRENCY = ("adaptive", "fixed")
 
 
 @dataclass
@@ -29,7 +32,10 @@ class LLMConfig:
     backoff_base_s: float = bounded(1.0, gt=0)
     backoff_max_s: float = bounded(60.0, gt=0)
     drop_params: bool = True  # let litellm drop params a model rejects (recorded as sent)
-    max_concurrent_calls: int = bounded(64, ge=1)
-    transport: str = one_of("thread", TRANSPORTS)
+    max_concurrent_calls: int = bounded(64, ge=1)  # ceiling, with run.workers
+    concurrency: str = one_of("adaptive", CONCURRENCY)
+    # openai/... models on an api_base: plain HTTP instead of litellm (same body, records, cost)
+    direct_http: bool = True
+    transport: str = one_of("thread", TRANSPORTS)  # litellm path only
     image_format: str = one_of("png", IMAGE_FORMATS)  # png (paper) | jpeg
     extra_params: dict[str, Any] = field(default_factory=dict)

@@ -17,7 +17,7 @@ class EmptyReplyError(LLMError):
 
 
 def retry_after_s(exc: BaseException) -> float | None:
-    """The server's ``Retry-After`` in seconds, if the error carries one."""
+    """The server's ``Retry-After`` in seconds (``retry-after-ms`` first), if the error has one."""
     headers = getattr(exc, "litellm_response_headers", None)
     resp = getattr(exc, "response", None)
     if headers is None and resp is not None:
@@ -25,6 +25,9 @@ def retry_after_s(exc: BaseException) -> float | None:
     if not headers:
         return None
     try:
+        ms = headers.get("retry-after-ms")
+        if ms is not None:
+            return float(ms) / 1000.0
         value = headers.get("retry-after") or headers.get("Retry-After")
         return float(value) if value is not None else None
     except (TypeError, ValueError):

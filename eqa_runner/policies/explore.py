@@ -167,6 +167,7 @@ class ExplorePolicy(Policy):
                 role="stop",
                 cache=ctx.llm.cache,
                 cache_salt=ctx.llm.cache_salt,
+                ceiling=ctx.llm.ceiling,
             )
         return self._stop_clients[key]
 
@@ -200,14 +201,14 @@ class ExplorePolicy(Policy):
             state=AgentState(0, start, rot0, float(start[1])),
         )
         t_start = time.perf_counter()
-        async with session.lease(str(spec.mesh_path)):
-            x.area = await session.call(_setup, session, spec, x, ctx.rng)
+        async with session.lease(str(spec.mesh_path)) as lane:  # one simulator of the run's
+            x.area = await lane.call(_setup, lane, spec, x, ctx.rng)
             x.budget = self.budget(x.area)
             for step in range(x.budget):
-                if await self._step(x, step, session, ctx):
+                if await self._step(x, step, lane, ctx):
                     break
             if x.goal is not None:
-                x.d_t = await session.call(goal_distance, session.sim, x.state, x.goal)
+                x.d_t = await lane.call(goal_distance, lane.sim, x.state, x.goal)
         x.explore_s = time.perf_counter() - t_start
         return x
 

@@ -56,8 +56,19 @@ def build_components(cfg: DictConfig) -> Components:
 
 
 def build_sim(cfg: DictConfig) -> Simulator:
-    """The run's simulator from ``cfg.sim`` (built inside the job; the run closes it)."""
-    return build(cfg.sim, Simulator, "sim")
+    """The run's simulator from ``cfg.sim`` (built inside the job; the run closes it);
+    ``sim.instances=N`` > 1 builds N of them as one :class:`SimulatorPool`."""
+    node = cfg.sim
+    n = int(node.get("instances", 1) or 1)
+    if "instances" in node:
+        kept = cast(dict[str, Any], OmegaConf.to_container(node, resolve=True))
+        node = OmegaConf.create({k: v for k, v in kept.items() if k != "instances"})
+    sims = [build(node, Simulator, "sim") for _ in range(n)]
+    if n == 1:
+        return sims[0]
+    from eqa_runner.sim.pool import SimulatorPool
+
+    return SimulatorPool(sims)
 
 
 def resolve_output_dir(cfg: DictConfig) -> Path:
@@ -75,12 +86,13 @@ def llm_clients(cfg: DictConfig, judge: Judge, salt: dict[str, str]) -> tuple[LL
     cache = DiskCache(cfg.run.cache_dir) if cfg.run.cache else None
     # a DictConfig's container is a dict (omegaconf types the result of any node)
     base = cast(dict[str, Any], OmegaConf.to_container(cfg.llm, resolve=True))
-    policy_llm = LLMClient(base, role="policy", cache=cache, cache_salt=salt)
+    workers = int(cfg.run.workers)  # the ceiling of calls in flight per endpoint
+    policy_llm = LLMClient(base, role="policy", cache=cache, cache_salt=salt, ceiling=workers)
     if judge.needs_model:
         judge_cfg = {**base, **{k: v for k, v in judge.llm_overrides.items()}}
     else:  # a judge without a model (exact match): a stand-in client it never calls
         judge_cfg = {**base, "model": "offline", "api_base": None, "api_key_env": None}
-    judge_llm = LLMClient(judge_cfg, role="judge", cache=cache, cache_salt=salt)
+    judge_llm = LLMClient(judge_cfg, role="judge", cache=cache, cache_salt=salt, ceiling=workers)
     for client, key in ((policy_llm, "llm"), (judge_llm, "judge")):
         problem = client.unknown_model()
         if problem:

@@ -31,6 +31,9 @@ class SimConfig:
     agent_height: float = bounded(1.5, gt=0)
     agent_max_climb: float = bounded(0.2, ge=0)
     seed: int = 0
+    # simulators per process, each on its own thread with its own scene lease (SimSession);
+    # not a constructor argument: run/build.py builds this many (a SimulatorPool)
+    instances: int = bounded(1, ge=1)
 
 
 @dataclass
