@@ -14,7 +14,7 @@ from eqa_runner.schema import one_of
 OPENEQA_POLICIES = ("blind", "single", "multiframe")
 OPENEQA_SPLITS = ("all", "val", "test")  # OpenEQA has no official split: use all
 OPENEQA_SUBSETS = ("hm3d", "scannet")
-EXPRESS_POLICIES = ("re", "fbe")
+EXPRESS_POLICIES = ("re", "fbe", "vlm_explore", "vlm_waypoint")  # exploration policies
 EXPRESS_SPLITS = ("all", "val", "train")  # val: HM3D scenes >= 00800
 
 
