@@ -163,7 +163,8 @@ class WaypointVLMProposer(GuidedProposer):
         p = state.position_normal
         return vlm_messages(
             WAYPOINT, img, question=episode.question, step=state.step + 1, budget=budget,
-            x=float(p[0]), y=float(p[1]), angle=float(state.yaw), hop_m=self.hop_hint_m,
+            x=float(p[0]) + 0.0, y=float(p[1]) + 0.0, angle=round(float(state.yaw), 2) + 0.0,
+            hop_m=self.hop_hint_m,
         )  # fmt: skip
 
     def offline_reply(self, state: AgentState) -> str:
