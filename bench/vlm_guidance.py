@@ -173,7 +173,7 @@ def run_agent(agent: str, data: Path, out: Path, steps: int, size: int, seed: in
                 f"task.data_dir={data}", f"policy.max_steps={steps}", f"sim.width={size}",
                 f"sim.height={size}", "run.workers=1", "run.cache=false", "run.progress=false",
                 f"run.seed={seed}", "run.bootstrap_samples=10", f"run.output_dir={out}",
-                f"llm.model=openai/test-model", f"llm.api_base={srv.url}",
+                "llm.model=openai/test-model", f"llm.api_base={srv.url}",
                 "judge.model=openai/test-judge", f"judge.api_base={srv.url}",
             ],
         )  # fmt: skip
