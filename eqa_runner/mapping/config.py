@@ -73,6 +73,41 @@ class FrontierPlannerConfig:
     hop_rule: str = one_of("path_nodes", HOP_RULES)
     # --- no qualifying frontier: random_hop (ours) | turn (upstream: stay in place, turn)
     fallback: str = one_of("random_hop", FALLBACKS)
+    # --- semantic weighting (explore-eqa's semantic exploration; off = fbe, unchanged). On: a
+    # semantic value map (values splatted by policy=vlm_explore, see integrate_semantic) scales
+    # each frontier's weight by exp(val[f] / val_T) * exp(val_dir / val_dir_T), from the step
+    # min_random_init_steps on; val = the map gaussian-smoothed by smooth_sigma voxels, val_dir =
+    # the mean of its non-zero values along the frontier normal over max_val_check_frontier m.
+    semantic: bool = False
+    val_T: float = bounded(0.5, gt=0)  # temperature of the value at the frontier cell
+    val_dir_T: float = bounded(0.5, gt=0)  # temperature of the value along the frontier normal
+    max_val_check_frontier: float = bounded(3.0, ge=0)  # metres along the normal averaged
+    smooth_sigma: float = bounded(5.0, ge=0)  # gaussian smoothing of the value map, voxels
+    semantic_radius: float = bounded(1.0, ge=0)  # a value is splatted this close, metres
+    min_random_init_steps: int = bounded(2, ge=0)  # steps before values weight frontiers
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class VisualPromptConfig:
+    """Where ``policy=vlm_explore`` draws its letters (explore-eqa ``visual_prompt:`` block):
+    up to ``num_prompt_points`` reachable free-floor points in view, ``point_min_dist`` to
+    ``point_max_dist`` metres away (upstream values unless noted)."""
+
+    num_prompt_points: int = bounded(3, ge=1, le=8)  # farthest-point samples (letters A, B, C)
+    min_num_prompt_points: int = bounded(2, ge=1)  # fewer kept points: no direction question
+    num_max_unoccupied: int = bounded(300, ge=1)  # random subsample of the candidate cells
+    min_points_for_clustering: int = bounded(3, ge=1)  # fewer candidate cells: no points
+    cluster_threshold: float = bounded(1.0, ge=0)  # drop a point this close to a kept one, m
+    point_min_dist: float = bounded(2.0, ge=0)  # metres from the agent
+    point_max_dist: float = bounded(10.0, gt=0)
+    cam_offset: float = bounded(0.6, ge=0)  # the in-view test moves the camera this far forward
+    max_occupied_crossed: int = bounded(1, ge=0)  # line of sight: non-free cells crossed, at most
+    margin_top_px: int = bounded(100, ge=0)  # letters stay this far below the top edge
+    margin_side_px: int = bounded(30, ge=0)  # and this far from the side edges
+    circle_radius: int = bounded(18, ge=1)  # letter disc radius, pixels
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -23,6 +23,14 @@ Algorithm per :meth:`FrontierPlanner.next_pose` (re-implemented from the upstrea
 8. no qualifying frontier -> fallback: a random island cell within reach, random heading
    (upstream instead stays in place with a random heading; ``fallback="turn"``).
 
+Semantic weighting (``semantic=true``, explore-eqa's semantic exploration; off for ``fbe``):
+:meth:`FrontierPlanner.prompt_points` picks the points a VLM is asked about (reachable free floor
+in view, 2-10 m away), :meth:`FrontierPlanner.integrate_semantic` splats their values into a value
+map (running mean within ``semantic_radius``), and step 5 multiplies each frontier's weight by
+``exp(val[f] / val_T) * exp(val_dir / val_dir_T)`` (val = the map smoothed by ``smooth_sigma``
+voxels; val_dir = the mean non-zero value along the normal) once ``step >=
+min_random_init_steps``.
+
 Positions are in the "normal" frame (z up). ``Waypoint.angle`` is the habitat yaw about +y
 (0 looks along normal +y), exactly the upstream ``next_yaw``.
 """
@@ -39,7 +47,7 @@ from skimage import graph, measure
 from sklearn.cluster import DBSCAN
 
 from eqa_runner.errors import ConfigError
-from eqa_runner.mapping.config import FrontierPlannerConfig
+from eqa_runner.mapping.config import FrontierPlannerConfig, VisualPromptConfig
 from eqa_runner.mapping.tsdf import FuseStats, TSDFVolume
 
 _NEIGHBOUR_KERNEL = np.array([[1, 1, 1], [1, 0, 1], [1, 1, 1]], dtype=np.int16)
@@ -71,6 +79,20 @@ class PlannerMaps:
     chosen_cell: tuple[int, int] | None = None  # frontier picked
     next_cell: tuple[int, int] | None = None  # pose cell returned
     target_cell: tuple[int, int] | None = None  # committed far target, if any
+    semantic: np.ndarray | None = None  # the smoothed value map used for this plan, if any
+
+
+@dataclass
+class PromptPoints:
+    """Points a VLM is asked about: grid cells, normal-frame (x, y), image pixels (u, v)."""
+
+    cells: np.ndarray  # (n, 2) int
+    xy: np.ndarray  # (n, 2) float, metres
+    pixels: np.ndarray  # (n, 2) int, in the frame the points were projected into
+    candidates: int = 0  # candidate cells before sampling
+
+    def __len__(self) -> int:
+        return len(self.cells)
 
 
 def dbscan_cells(cells: np.ndarray, eps: float, min_samples: int, shape) -> np.ndarray:
@@ -116,6 +138,8 @@ class FrontierPlanner:
         self._last_yaw: float | None = None
         self.maps: PlannerMaps | None = None
         self.path_normal: list[tuple[float, float]] = []
+        self.sem_value = np.zeros((0, 0))  # semantic value map (running mean), per grid cell
+        self.sem_count = np.zeros((0, 0), dtype=np.int32)
 
     # ------------------------------------------------------------------ lifecycle
     def reset(
@@ -150,6 +174,8 @@ class FrontierPlanner:
         self._last_yaw = None
         self.maps = None
         self.path_normal = []
+        self.sem_value = np.zeros(tuple(self.volume.dims[:2]), dtype=np.float64)
+        self.sem_count = np.zeros(tuple(self.volume.dims[:2]), dtype=np.int32)
         self.restrict_to_frustum = restrict_to_frustum
         if start_position_normal is not None:
             self._set_start(np.asarray(start_position_normal, dtype=float))
@@ -258,8 +284,11 @@ class FrontierPlanner:
         return self._vol.explored_floor_fraction(free_floor_mask)
 
     # ------------------------------------------------------------------ planning
-    def next_pose(self, agent_pos_normal: np.ndarray, agent_yaw: float | None = None) -> Waypoint:
-        """Choose the next pose from the current maps (see module docstring)."""
+    def next_pose(
+        self, agent_pos_normal: np.ndarray, agent_yaw: float | None = None, step: int | None = None
+    ) -> Waypoint:
+        """Choose the next pose from the current maps (see module docstring). ``step``: the
+        episode step (semantic weighting starts at ``min_random_init_steps``; None: at once)."""
         c = self.cfg
         vol = self._vol
         pos = np.asarray(agent_pos_normal, dtype=float)
@@ -282,6 +311,7 @@ class FrontierPlanner:
         grad1 = ndimage.sobel(un_i.astype(float), axis=1)
 
         info: dict = {"num_frontier_cells": len(cells), "num_frontiers": len(frontiers)}
+        val2d = self.semantic_map() if self._semantic_on(step) else None
         weights = np.zeros(len(frontiers))
         normals = np.zeros((len(frontiers), 2))
         chosen = None
@@ -301,11 +331,11 @@ class FrontierPlanner:
         else:
             for i, f in enumerate(frontiers):
                 normals[i] = self._normal_into(f, grad0, grad1, unexplored)
-                weights[i] = self._weight(f, normals[i], cur, yaw, unexplored, free)
+                weights[i] = self._weight(f, normals[i], cur, yaw, unexplored, free, val2d)
             pick = self._sample_pose(frontiers, weights, grad0, grad1, unexplored, island, occupied)
             if pick is None:
                 return self._fallback(
-                    cur, island, info, free, unexplored, frontiers, weights, cells
+                    cur, island, info, free, unexplored, frontiers, weights, cells, val2d
                 )
             chosen, next_cell, direction = pick
             source = "frontier"
@@ -313,7 +343,7 @@ class FrontierPlanner:
         next_cell, direction = self._cap_hop(cur, next_cell, direction, chosen, island, info)
         return self._emit(
             next_cell, direction, source, info, cur, free, unexplored, island, cells,
-            frontiers, weights, chosen,
+            frontiers, weights, chosen, val2d,
         )  # fmt: skip
 
     # ---- pieces
@@ -370,12 +400,16 @@ class FrontierPlanner:
         yaw: float | None,
         unexplored: np.ndarray,
         free: np.ndarray,
+        val2d: np.ndarray | None = None,
     ) -> float:
         c = self.cfg
         un_rate = self._ray_rate(cell, normal, c.max_unexplored_check_frontier, unexplored)
         free_rate = self._ray_rate(cell, normal, c.max_unoccupied_check_frontier, free)
         dist = float(np.linalg.norm(cell - cur[:2])) * self._vol.voxel_size
         logw = un_rate / c.unexplored_T + free_rate / c.unoccupied_T - dist / c.dist_T
+        if val2d is not None:  # exp(val[f] / val_T) * exp(val_dir / val_dir_T)
+            logw += float(val2d[cell[0], cell[1]]) / c.val_T
+            logw += self._value_along(cell, normal, val2d) / c.val_dir_T
         radius = c.min_dist_from_cur
         if c.close_penalty_upstream_units:
             radius = c.min_dist_from_cur / self._vol.voxel_size
@@ -470,7 +504,7 @@ class FrontierPlanner:
             return np.asarray(cell, dtype=int)
         return cand[np.argmin(((cand - cell) ** 2).sum(axis=1))]
 
-    def _fallback(self, cur, island, info, free, unexplored, frontiers, weights, cells):
+    def _fallback(self, cur, island, info, free, unexplored, frontiers, weights, cells, val2d=None):
         c = self.cfg
         s = self._vol.voxel_size
         ang = self.rng.uniform(-np.pi, np.pi)
@@ -490,11 +524,11 @@ class FrontierPlanner:
         self._target = None
         return self._emit(
             next_cell, direction, "fallback", info, cur, free, unexplored, island, cells,
-            frontiers, weights, None,
+            frontiers, weights, None, val2d,
         )  # fmt: skip
 
     def _emit(self, next_cell, direction, source, info, cur, free, unexplored, island, cells,
-              frontiers, weights, chosen) -> Waypoint:  # fmt: skip
+              frontiers, weights, chosen, val2d=None) -> Waypoint:  # fmt: skip
         vol = self._vol
         xy = vol.grid_to_world(np.asarray(next_cell, dtype=float))
         angle = float(math.atan2(direction[1], direction[0]) - math.pi / 2)
@@ -515,6 +549,7 @@ class FrontierPlanner:
             chosen_cell=None if chosen is None else (int(chosen[0]), int(chosen[1])),
             next_cell=(int(next_cell[0]), int(next_cell[1])),
             target_cell=target,
+            semantic=val2d,
         )
         info.update(
             cell=[int(next_cell[0]), int(next_cell[1])],
@@ -522,3 +557,138 @@ class FrontierPlanner:
             committed_target=list(target) if target else None,
         )
         return Waypoint((float(xy[0]), float(xy[1])), angle, source, info)
+
+    # ------------------------------------------------------------------ semantic weighting
+    def _semantic_on(self, step: int | None) -> bool:
+        c = self.cfg
+        if not c.semantic or not self.sem_count.any():
+            return False
+        return step is None or step >= c.min_random_init_steps
+
+    def semantic_map(self) -> np.ndarray:
+        """The value map the frontier weights read: the running means, gaussian-smoothed."""
+        if self.cfg.smooth_sigma <= 0:
+            return self.sem_value.copy()
+        return ndimage.gaussian_filter(self.sem_value, sigma=self.cfg.smooth_sigma)
+
+    def _value_along(self, cell: np.ndarray, normal: np.ndarray, val2d: np.ndarray) -> float:
+        """Mean of the non-zero map values along the normal (0 when all are zero)."""
+        n = max(int(self.cfg.max_val_check_frontier / self._vol.voxel_size), 1)
+        pts = self._clip_cells(np.round(cell + np.arange(n)[:, None] * normal).astype(int))
+        vals = val2d[pts[:, 0], pts[:, 1]]
+        vals = vals[vals != 0]
+        return float(vals.mean()) if vals.size else 0.0
+
+    def integrate_semantic(self, points_normal: np.ndarray, values: np.ndarray) -> None:
+        """Splat each point's value onto every cell within ``semantic_radius``: a running mean
+        per cell (count += 1; value = (old_count * value + v) / count), point by point."""
+        vol = self._vol
+        r = self.cfg.semantic_radius / vol.voxel_size
+        ii, jj = np.ogrid[: vol.dims[0], : vol.dims[1]]
+        pts = np.asarray(points_normal, float).reshape(-1, 2)
+        for p, v in zip(pts, np.ravel(values), strict=True):
+            c = vol.world_to_grid(p)
+            disc = (ii - c[0]) ** 2 + (jj - c[1]) ** 2 <= r * r
+            old = self.sem_count[disc]
+            self.sem_count[disc] = old + 1
+            self.sem_value[disc] = (old * self.sem_value[disc] + float(v)) / (old + 1)
+
+    def prompt_points(
+        self,
+        agent_pos_normal: np.ndarray,
+        cam_to_world_normal: np.ndarray,
+        intrinsics: np.ndarray,
+        image_hw: tuple[int, int],
+        vp: VisualPromptConfig | None = None,
+    ) -> PromptPoints:
+        """Points to mark on the current frame (explore-eqa's ``find_prompt_points_within_view``).
+
+        Candidates are island (reachable free-floor) cells in view of the camera moved
+        ``cam_offset`` forward, inside the image margins, ``point_min_dist``..``point_max_dist``
+        from the agent, whose straight grid line from the agent crosses at most
+        ``max_occupied_crossed`` non-free cells (a random subsample of ``num_max_unoccupied``).
+        Farthest-point sampling picks ``num_prompt_points`` (seeded with the first candidate),
+        then points within ``cluster_threshold`` of a kept one are dropped. Pixels are the
+        projection at the volume's bottom (z-index 0) through the camera itself. Fewer than
+        ``min_num_prompt_points`` kept: no points.
+        """
+        vp = vp or VisualPromptConfig()
+        vol = self._vol
+        h, w = int(image_hw[0]), int(image_hw[1])
+        empty = PromptPoints(np.zeros((0, 2), int), np.zeros((0, 2)), np.zeros((0, 2), int))
+        pos = np.asarray(agent_pos_normal, dtype=float)
+        if self._init_cells is None:
+            self._set_start(pos)
+        cur = vol.world_to_grid(pos[:2])
+        free = self.free_floor()
+        island = self.island_of(free, cur)
+        cells = np.argwhere(island)
+        if len(cells) == 0:
+            return empty
+        xy = vol.grid_to_world(cells.astype(float))
+        d = np.linalg.norm(xy - pos[:2], axis=1)
+        keep = (d >= vp.point_min_dist) & (d <= vp.point_max_dist)
+        cells, xy = cells[keep], xy[keep]
+        pts = np.column_stack([xy, np.full(len(xy), float(vol.origin[2]))])
+        pose = np.asarray(cam_to_world_normal, dtype=float)
+        k = np.asarray(intrinsics, dtype=float)
+        shifted = pose.copy()
+        shifted[:3, 3] = pose[:3, 3] + vp.cam_offset * pose[:3, 2]
+        uv_s, z_s = _project(pts, shifted, k)
+        uv, z = _project(pts, pose, k)
+        ms, mt = vp.margin_side_px, vp.margin_top_px
+        in_view = (z_s > 0) & (uv_s[:, 0] >= ms) & (uv_s[:, 0] < w - ms)
+        in_view &= (z > 0) & (uv[:, 0] >= ms) & (uv[:, 0] < w - ms)
+        in_view &= (uv[:, 1] >= mt) & (uv[:, 1] < h)
+        cells, xy, uv = cells[in_view], xy[in_view], uv[in_view]
+        if len(cells) > vp.num_max_unoccupied:
+            pick = self.rng.choice(len(cells), vp.num_max_unoccupied, replace=False)
+            cells, xy, uv = cells[pick], xy[pick], uv[pick]
+        else:
+            order = self.rng.permutation(len(cells))
+            cells, xy, uv = cells[order], xy[order], uv[order]
+        sight = np.array([self._crossed(cur, c, free) <= vp.max_occupied_crossed for c in cells],
+                         dtype=bool).reshape(-1)  # fmt: skip
+        cells, xy, uv = cells[sight], xy[sight], uv[sight]
+        n_cand = len(cells)
+        if n_cand < vp.min_points_for_clustering:
+            return PromptPoints(empty.cells, empty.xy, empty.pixels, n_cand)
+        chosen = [0]
+        dist = np.linalg.norm(xy - xy[0], axis=1)
+        while len(chosen) < min(vp.num_prompt_points, n_cand):
+            nxt = int(np.argmax(dist))
+            if dist[nxt] <= 0:
+                break
+            chosen.append(nxt)
+            dist = np.minimum(dist, np.linalg.norm(xy - xy[nxt], axis=1))
+        kept: list[int] = []
+        for i in chosen:
+            if all(np.linalg.norm(xy[i] - xy[j]) >= vp.cluster_threshold for j in kept):
+                kept.append(i)
+        if len(kept) < vp.min_num_prompt_points:
+            return PromptPoints(empty.cells, empty.xy, empty.pixels, n_cand)
+        idx = np.array(kept)
+        return PromptPoints(cells[idx], xy[idx], np.round(uv[idx]).astype(int), n_cand)
+
+    @staticmethod
+    def _crossed(a: np.ndarray, b: np.ndarray, free: np.ndarray) -> int:
+        """Non-free cells on the straight grid line from ``a`` to ``b`` (end points excluded)."""
+        n = int(max(abs(int(b[0]) - int(a[0])), abs(int(b[1]) - int(a[1]))))
+        if n <= 1:
+            return 0
+        t = np.linspace(0.0, 1.0, n + 1)[1:-1, None]
+        line = np.round(a[None, :2] + t * (np.asarray(b[:2]) - a[:2])).astype(int)
+        return int((~free[line[:, 0], line[:, 1]]).sum())
+
+
+def _project(
+    pts: np.ndarray, cam_to_world: np.ndarray, k: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pixels (u, v) and camera depths of world points through an OpenCV camera pose."""
+    r, t = cam_to_world[:3, :3], cam_to_world[:3, 3]
+    cam = (pts - t) @ r  # = R^T (p - t), row-wise
+    z = cam[:, 2]
+    safe = np.where(np.abs(z) > 1e-9, z, 1e-9)
+    u = k[0, 0] * cam[:, 0] / safe + k[0, 2]
+    v = k[1, 1] * cam[:, 1] / safe + k[1, 2]
+    return np.column_stack([u, v]), z

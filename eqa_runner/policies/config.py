@@ -11,7 +11,7 @@ from typing import Any
 
 from omegaconf import MISSING
 
-from eqa_runner.mapping.config import FrontierPlannerConfig
+from eqa_runner.mapping.config import FrontierPlannerConfig, VisualPromptConfig
 from eqa_runner.schema import bounded, one_of
 
 STRATEGIES = ("linspace", "stride", "first_last_middle", "middle")
@@ -119,6 +119,70 @@ class FBEPolicyConfig(ExplorePolicyConfig):
     proposer: FrontierProposerConfig = field(default_factory=FrontierProposerConfig)
 
 
+# ---- VLM-guided exploration (policy=vlm_explore | vlm_waypoint; policies/vlm_explore.py,
+# policies/vlm_waypoint.py). Self-contained: nothing above depends on it.
+# protocol: the task protocol's per-step check decides | confidence: the proposer's stop
+# confidence >= stop_threshold | either
+STOP_RULES = ("protocol", "confidence", "either")
+
+
+@dataclass
+class GuidedPolicyConfig(ExplorePolicyConfig):
+    """The exploration loop with a stop rule that reads a guided proposer's stop confidence."""
+
+    stop_rule: str = one_of("confidence", STOP_RULES)
+    stop_threshold: float = bounded(0.5, ge=0, le=1)  # P(Yes) at which the confidence stops
+    # ask the task protocol's per-step question every step (its verdict is used by the
+    # protocol / either rules; HM-EQA records its per-step answer there). false: skip it under
+    # stop_rule=confidence (one call less per step on EXPRESS / A-EQA)
+    protocol_check: bool = True
+
+
+@dataclass
+class VLMExploreProposerConfig(FrontierProposerConfig):
+    """``vlm_explore``: the frontier planner with explore-eqa's semantic weighting on."""
+
+    _target_: str = "eqa_runner.policies.vlm_explore.VLMExploreProposer"
+    planner: FrontierPlannerConfig = field(
+        default_factory=lambda: FrontierPlannerConfig(semantic=True)
+    )
+    visual_prompt: VisualPromptConfig = field(default_factory=VisualPromptConfig)
+    use_lsv: bool = True  # ask the direction question (else every point gets 1/n)
+    use_gsv: bool = True  # ask the worth-exploring question (else the global value is 1)
+    gsv_T: float = bounded(0.5, gt=0)  # global value = exp(P(Yes) / gsv_T) / gsv_F
+    gsv_F: float = bounded(3.0, gt=0)
+    ask_confidence: bool = True  # ask the stop-confidence question every step
+    # top-k token log-probabilities asked for, where the model client and provider return them
+    # (else, and with null, the letter / yes-no is parsed from the reply)
+    top_logprobs: int | None = bounded(5, ge=1)
+    save_prompt_images: bool = True  # run.save_artifacts=true: step_NNN_prompt.png per step
+
+
+@dataclass
+class VLMExplorePolicyConfig(GuidedPolicyConfig):
+    """``policy=vlm_explore``: frontier exploration steered by the VLM's answers."""
+
+    name: str = "vlm_explore"
+    proposer: VLMExploreProposerConfig = field(default_factory=VLMExploreProposerConfig)
+
+
+@dataclass
+class WaypointVLMProposerConfig(ProposerConfig):
+    """``vlm_waypoint``: the VLM replies with the next pose as a JSON line."""
+
+    _target_: str = "eqa_runner.policies.vlm_waypoint.WaypointVLMProposer"
+    hop_hint_m: float = bounded(3.0, gt=0)  # "usually no more than this far" (prompt only)
+
+
+@dataclass
+class VLMWaypointPolicyConfig(GuidedPolicyConfig):
+    """``policy=vlm_waypoint``: the VLM chooses each free-pose waypoint."""
+
+    name: str = "vlm_waypoint"
+    stop_rule: str = one_of("protocol", STOP_RULES)
+    proposer: WaypointVLMProposerConfig = field(default_factory=WaypointVLMProposerConfig)
+
+
 @dataclass
 class ProtocolConfig:
     """A task's exploration protocol (eqa_runner/policies/protocol.py), selected by the task."""
@@ -181,4 +245,6 @@ SCHEMAS = {
     "base_frames": FramesPolicyConfig,
     "base_re": REPolicyConfig,
     "base_fbe": FBEPolicyConfig,
+    "base_vlm_explore": VLMExplorePolicyConfig,
+    "base_vlm_waypoint": VLMWaypointPolicyConfig,
 }

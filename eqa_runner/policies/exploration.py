@@ -34,6 +34,7 @@ class Exploration:
     path_len: float = 0.0
     unreachable: int = 0
     stopped: bool = False  # the stop check said the view suffices
+    stop_reason: str | None = None  # a designed stop (policies/proposer.py DesignedStop), if any
     last_frame: bytes = b""  # PNG of the last observed frame (the decision frame when stopped)
     d_t: float = math.nan  # final geodesic distance to the goal
     explore_s: float = 0.0
@@ -46,7 +47,8 @@ class Exploration:
             "num_steps": self.budget,
             "steps_taken": len(self.steps),
             "stopped_early": self.stopped,
-            "stop_reason": "view_suffices" if self.stopped else "budget_exhausted",
+            "stop_reason": self.stop_reason
+            or ("view_suffices" if self.stopped else "budget_exhausted"),
             "answer_prompt": answer.prompt,
             "path_len": self.path_len,
             "unreachable_hops": self.unreachable,

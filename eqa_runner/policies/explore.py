@@ -50,7 +50,15 @@ from eqa_runner.policies.config import (
 )
 from eqa_runner.policies.context import EpisodeContext, RunResources
 from eqa_runner.policies.exploration import AnswerStep, Exploration, vec
-from eqa_runner.policies.proposer import AgentState, RandomProposer, Waypoint, WaypointProposer
+from eqa_runner.policies.proposer import (
+    AgentState,
+    DesignedStop,
+    GuidedProposer,
+    RandomProposer,
+    StepView,
+    Waypoint,
+    WaypointProposer,
+)
 from eqa_runner.policies.protocol import ExploreProtocol, ExpressProtocol
 from eqa_runner.policies.sim_session import (
     SimSession,
@@ -224,18 +232,24 @@ class ExplorePolicy(Policy):
             "rotation": vec(x.state.rotation),
         }
         obs, black = await self._observe(x, rec, session, ctx)
+        view = StepView(x.episode, x.state, obs, x.last_frame, black, x.budget, rec)
         if not black:
             t1 = time.perf_counter()
             await ctx.run_cpu(x.proposer.update, obs, x.state)
             rec["t_update_s"] = round(time.perf_counter() - t1, 4)
             self.protocol.on_frame(x, obs, x.last_frame)
-            if await self.protocol.check_step(self, x, rec, ctx):
+            if await self.check_step(x, view, ctx):
                 x.stopped = True
                 x.steps.append(rec)
                 return True
-        await self._move(x, rec, session, ctx)
+        stop = await self._move(x, rec, session, ctx, view)
         x.steps.append(rec)
-        return False
+        return stop
+
+    async def check_step(self, x: Exploration, view: StepView, ctx: EpisodeContext) -> bool:
+        """The stop decision of a non-black frame: the task protocol's per-step question
+        (subclasses combine it with a proposer's confidence, policies/vlm_explore.py)."""
+        return await self.protocol.check_step(self, x, view.record, ctx)
 
     async def _observe(
         self, x: Exploration, rec: dict[str, Any], session: SimSession, ctx: EpisodeContext
@@ -252,12 +266,29 @@ class ExplorePolicy(Policy):
         return obs, black
 
     async def _move(
-        self, x: Exploration, rec: dict[str, Any], session: SimSession, ctx: EpisodeContext
-    ) -> None:
-        """The proposer's next pose, snapped and teleported to; the hop adds to the path."""
+        self,
+        x: Exploration,
+        rec: dict[str, Any],
+        session: SimSession,
+        ctx: EpisodeContext,
+        view: StepView | None = None,
+    ) -> bool:
+        """The proposer's next pose, snapped and teleported to; the hop adds to the path.
+        True: a guided proposer ended the exploration by design (:class:`DesignedStop`)."""
         t1 = time.perf_counter()
         state, radius = x.state, self.fallback_radius_m
-        if x.proposer.needs_sim:
+        guided: Waypoint | DesignedStop | None = None
+        if isinstance(x.proposer, GuidedProposer) and view is not None:
+            guided = await x.proposer.propose_async(view, ctx)
+        if isinstance(guided, DesignedStop):
+            x.stop_reason = guided.reason
+            rec.update(stop_reason=guided.reason, stop_detail=guided.detail)
+            rec["t_propose_s"] = round(time.perf_counter() - t1, 4)
+            return True
+        if isinstance(guided, Waypoint):
+            wp = guided
+            hop = await session.call(hop_to, session.sim, state, wp, radius, ctx.rng)
+        elif x.proposer.needs_sim:
             wp, hop = await session.call(
                 propose_and_hop, x.proposer, session.sim, state, radius, ctx.rng
             )
@@ -285,6 +316,7 @@ class ExplorePolicy(Policy):
         if wp.info:
             rec["info"] = wp.info
         x.state = AgentState(state.step, hop.position, geo.yaw_to_quat(yaw), state.floor_height)
+        return False
 
     # -------------------------------------------------------------- the answer step
     async def answer(self, episode: Episode, ctx: EpisodeContext, x: Exploration) -> AnswerStep:

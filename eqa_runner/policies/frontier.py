@@ -99,7 +99,9 @@ class FrontierProposer(WaypointProposer):
         if self.look_around and self.sim is not None:
             self._look_around(agent_state)
         t0, c0 = time.perf_counter(), time.thread_time()
-        wp = self.planner.next_pose(agent_state.position_normal, agent_yaw=agent_state.yaw)
+        wp = self.planner.next_pose(
+            agent_state.position_normal, agent_yaw=agent_state.yaw, step=agent_state.step
+        )
         self.plan_ms.append((time.perf_counter() - t0) * 1e3)
         self.plan_cpu_ms.append((time.thread_time() - c0) * 1e3)
         self.fuse_ms.append(self._step_fuse)

@@ -4,6 +4,12 @@ An exploration policy (``policies/explore.py``) runs one loop for every explorat
 differs between agents is the :class:`WaypointProposer` that picks the next pose. A new agent is
 a proposer class plus ``conf/policy/<name>.yaml`` with ``proposer._target_`` (and
 ``_partial_: true``: the policy builds one proposer per episode).
+
+A proposer that asks a model about the current frame (``vlm_explore``, ``vlm_waypoint``) is a
+:class:`GuidedProposer`: the loop awaits its :meth:`~GuidedProposer.assess` before the stop
+decision (a stop confidence) and its :meth:`~GuidedProposer.propose_async` before the move (a
+waypoint of its own, nothing — then ``propose`` plans as usual — or a :class:`DesignedStop`).
+docs/policies.md walks through writing one.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,6 +26,9 @@ from eqa_runner.policies.config import RandomProposerConfig
 from eqa_runner.sim import geometry as geo
 from eqa_runner.sim.base import Observation, Simulator
 from eqa_runner.types import Episode
+
+if TYPE_CHECKING:
+    from eqa_runner.policies.context import EpisodeContext
 
 
 @dataclass(frozen=True)
@@ -100,3 +109,48 @@ class RandomProposer(WaypointProposer):
         yaw = float(self.rng.uniform(-math.pi, math.pi))
         pn = geo.habitat_to_normal(np.asarray(p, dtype=np.float64))
         return Waypoint((float(pn[0]), float(pn[1])), yaw, "random", {})
+
+
+@dataclass(frozen=True)
+class StepView:
+    """What a :class:`GuidedProposer` sees of the current step (after the map update)."""
+
+    episode: Episode
+    state: AgentState
+    obs: Observation
+    frame: bytes  # PNG of ``obs.rgb``, the image the stop check sees
+    black: bool  # the frame is mostly black (no map update, no stop check)
+    budget: int  # the episode's step budget
+    record: dict[str, Any]  # the step's trace entry: fields added here are recorded
+
+
+@dataclass(frozen=True)
+class DesignedStop:
+    """A proposer ends the exploration on purpose (e.g. an unparsable model action).
+
+    The loop stops without an error and records ``reason`` as the trace's ``stop_reason``; the
+    task answers through its budget-exhausted branch (the view was not judged sufficient)."""
+
+    reason: str
+    detail: str = ""
+
+
+class GuidedProposer(WaypointProposer):
+    """A proposer that consults a model on the current frame each step (both hooks optional).
+
+    ``assess`` runs on the event loop after the map update and before the stop decision of
+    non-black frames; ``propose_async`` before every move. Blocking work belongs in
+    ``ctx.run_cpu``; the model is ``ctx.llm`` (the run's cache and accounting apply).
+    """
+
+    async def assess(self, view: StepView, ctx: EpisodeContext) -> float | None:
+        """The model's confidence in [0, 1] that the question can be answered from this view
+        (read by the policy's stop rule), or None for no opinion."""
+        return None
+
+    async def propose_async(
+        self, view: StepView, ctx: EpisodeContext
+    ) -> Waypoint | DesignedStop | None:
+        """Before the move: a waypoint (the loop snaps it and hops), a designed stop, or None
+        (the loop then calls :meth:`propose` as for any proposer)."""
+        return None

@@ -14,7 +14,7 @@ from eqa_runner.schema import one_of
 OPENEQA_POLICIES = ("blind", "single", "multiframe")
 OPENEQA_SPLITS = ("all", "val", "test")  # OpenEQA has no official split: use all
 OPENEQA_SUBSETS = ("hm3d", "scannet")
-EXPRESS_POLICIES = ("re", "fbe")
+EXPRESS_POLICIES = ("re", "fbe", "vlm_explore", "vlm_waypoint")  # exploration policies
 EXPRESS_SPLITS = ("all", "val", "train")  # val: HM3D scenes >= 00800
 
 
@@ -60,7 +60,7 @@ class ExpressTaskConfig(TaskConfig):
 
 
 # --- HM-EQA (eqa_runner/tasks/hmeqa.py) ---
-HMEQA_POLICIES = ("re", "fbe")
+HMEQA_POLICIES = ("re", "fbe", "vlm_explore", "vlm_waypoint")
 
 
 @dataclass
@@ -78,7 +78,7 @@ class HMEQATaskConfig(TaskConfig):
 
 
 # --- A-EQA (eqa_runner/tasks/aeqa.py, docs/aeqa.md) ---------------------------------------
-AEQA_POLICIES = ("re", "fbe", "blind")
+AEQA_POLICIES = ("re", "fbe", "vlm_explore", "vlm_waypoint", "blind")
 AEQA_SPLITS = ("all",)  # the 184 questions are one set (HM3D val scenes)
 
 

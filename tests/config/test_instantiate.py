@@ -22,10 +22,12 @@ def _options(group: str) -> list[str]:
     return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
 
 
+EXPLORE = ("re", "fbe", "vlm_explore", "vlm_waypoint")  # exploration policies: task=express
+
 # each option with a task it can run under
 CASES = (
     [("task", t, [f"task={t}"]) for t in _options("task")]
-    + [("policy", p, ["task=express"] if p in ("re", "fbe") else []) for p in _options("policy")]
+    + [("policy", p, ["task=express"] if p in EXPLORE else []) for p in _options("policy")]
     + [("judge", j, []) for j in _options("judge")]
     + [("llm", m, []) for m in _options("llm")]
     + [("sim", s, ["task=express", "policy=re"]) for s in _options("sim")]

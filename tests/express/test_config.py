@@ -12,7 +12,7 @@ from eqa_runner.tasks.express import ExpressTask
 def test_task_express_policy_re_composes_with_eac(compose_cfg):
     cfg = compose_cfg(["task=express", "policy=re"])
     assert cfg.judge._target_.endswith("EACJudge") and cfg.judge.name == "eac"
-    assert list(cfg.task.policies) == ["re", "fbe"]
+    assert list(cfg.task.policies) == ["re", "fbe", "vlm_explore", "vlm_waypoint"]
     assert cfg.task.simulator == cfg.sim._target_
     task, policy, judge = (
         instantiate(cfg[k], _convert_="all") for k in ("task", "policy", "judge")
