@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TypeVar
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from eqa_runner.errors import ConfigError
 from eqa_runner.llm import DiskCache, LLMClient
@@ -39,13 +39,23 @@ def check_choices(cfg: DictConfig) -> None:
         raise ConfigError(
             f"policy={policy} cannot run task={task}; valid policies for {task}: {', '.join(valid)}"
         )
+    judge = cfg.judge.get("name")
+    judges = list(cfg.task.get("judges") or [])
+    if judges and judge not in judges:
+        raise ConfigError(
+            f"judge={judge} cannot score task={task} (its metrics are another benchmark's); "
+            f"valid judges for {task}: {', '.join(judges)}"
+        )
 
 
 def build_components(cfg: DictConfig) -> Components:
     """The task, the policy and the judge (checked to be able to run together)."""
     check_choices(cfg)
+    task_node = cfg.task.copy()
+    with open_dict(task_node):
+        task_node.pop("judges", None)  # checked above; not the task's own argument
     return Components(
-        task=build(cfg.task, Task, "task"),
+        task=build(task_node, Task, "task"),
         policy=build(cfg.policy, Policy, "policy"),
         judge=build(cfg.judge, Judge, "judge"),
     )
@@ -66,14 +76,25 @@ def resolve_output_dir(cfg: DictConfig) -> Path:
     raise ConfigError("run.output_dir is not set and no Hydra run dir is available")
 
 
-def llm_clients(cfg: DictConfig, judge: Judge, salt: dict[str, str]) -> tuple[LLMClient, LLMClient]:
-    """The policy's and the judge's model clients, checked for credentials before any episode."""
+def llm_clients(
+    cfg: DictConfig, judge: Judge, salt: dict[str, str], *, check: bool = True
+) -> tuple[LLMClient, LLMClient]:
+    """The policy's and the judge's model clients, checked for credentials before any episode
+    (``check``)."""
     cache = DiskCache(cfg.run.cache_dir) if cfg.run.cache else None
     base = OmegaConf.to_container(cfg.llm, resolve=True)
     policy_llm = LLMClient(base, role="policy", cache=cache, cache_salt=salt)
-    judge_cfg = {**base, **{k: v for k, v in judge.llm_overrides.items()}}
+    inherited = dict(base)
+    if judge.llm_overrides.get("model") not in (None, base.get("model")):
+        # another model: the policy model's explicit price is not the judge's
+        inherited.pop("input_usd_per_mtok", None)
+        inherited.pop("output_usd_per_mtok", None)
+    judge_cfg = {**inherited, **{k: v for k, v in judge.llm_overrides.items() if v is not None
+                                 or k not in ("input_usd_per_mtok", "output_usd_per_mtok")}}  # fmt: skip
     judge_llm = LLMClient(judge_cfg, role="judge", cache=cache, cache_salt=salt)
     for client, key in ((policy_llm, "llm"), (judge_llm, "judge")):
+        if not check:
+            break
         problem = client.unknown_model()
         if problem:
             raise ConfigError(f"{key}.model={client.model}: {problem}")
