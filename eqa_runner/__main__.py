@@ -7,7 +7,6 @@ import logging
 import os
 import sys
 from dataclasses import fields, is_dataclass
-from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
@@ -68,7 +67,6 @@ def main() -> None:
         sys.stdout.write(render_help())
         return
     from eqa_runner.llm import secret_overrides
-
     from eqa_runner.run.rundir import remove_unlabelled_fresh_dirs
 
     refusal = secret_overrides(sys.argv[1:])  # before Hydra composes, logs or writes anything

@@ -8,6 +8,7 @@ and recomputed. The run checks that the cache dir is writable at start (run/rund
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -55,10 +56,8 @@ class DiskCache:
     def _drop(self, path: Path, why: str) -> None:
         log.warning("model cache entry %s is corrupt (%s): dropped, the call is made again", path,
                     why)  # fmt: skip
-        try:
+        with contextlib.suppress(OSError):
             path.unlink()
-        except OSError:
-            pass
         return None
 
     def put(self, key: str, value: dict[str, Any]) -> None:
@@ -69,10 +68,8 @@ class DiskCache:
             tmp.write_text(json.dumps(value), encoding="utf-8")
             os.replace(tmp, path)
         except OSError as e:
-            try:
+            with contextlib.suppress(OSError):
                 tmp.unlink()
-            except OSError:
-                pass
             if not self._write_failed:
                 self._write_failed = True
                 log.warning(

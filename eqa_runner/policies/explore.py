@@ -215,6 +215,7 @@ class ExplorePolicy(Policy):
         )
         t_start = time.perf_counter()
         async with session.lease(str(spec.mesh_path)):
+            await session.call(check_on_floor, session.sim, start, x.goal)
             x.area = await session.call(_setup, session, spec, x, ctx.rng)
             x.budget = self.budget(x.area)
             for step in range(x.budget):
@@ -371,7 +372,37 @@ def _setup(session: SimSession, spec: SceneSpec, x: Exploration, rng: np.random.
 
 
 def _safe(s: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in s)[:120]
+    from eqa_runner.records import artifact_name
+
+    return artifact_name(s)
+
+
+OFF_FLOOR_M = 0.5  # a start or goal farther than this from the navigable floor is an error
+
+
+class OffFloorError(ValueError):
+    """An EXPRESS start or goal that is not on the navigable floor (nothing could be explored)."""
+
+
+def floor_distance(sim: Any, point: np.ndarray) -> float:
+    """Metres from ``point`` (habitat frame) to the nearest navigable point (inf: none)."""
+    snapped = np.asarray(sim.snap_point(np.asarray(point, dtype=float)), dtype=float)
+    if not np.all(np.isfinite(snapped)):
+        return math.inf
+    return float(np.linalg.norm(snapped - np.asarray(point, dtype=float)))
+
+
+def check_on_floor(sim: Any, start: np.ndarray, goal: np.ndarray) -> None:
+    """Raise :class:`OffFloorError` naming the distance when the start or goal is off the floor
+    (else an "ok" episode would explore nothing and earn full path-efficiency credit)."""
+    for what, p in (("start_position", start), ("goal_position", goal)):
+        d = floor_distance(sim, p)
+        if d > OFF_FLOOR_M:
+            far = "no navigable floor found" if math.isinf(d) else f"{d:.2f} m"
+            raise OffFloorError(
+                f"{what} {[round(float(v), 3) for v in p]} is off the navigable floor ({far} "
+                f"from it; more than {OFF_FLOOR_M} m): check the episode's pose and scene"
+            )
 
 
 def _frame_info(rgb: np.ndarray, black_ratio: float) -> tuple[bytes, bool]:

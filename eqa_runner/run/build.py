@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TypeVar
 
@@ -48,9 +49,31 @@ def check_choices(cfg: DictConfig) -> None:
         )
 
 
+_PINNED = re.compile(r"(\d{4}-?\d{2}-?\d{2}|-\d{3}$|@|:\d|-v\d|-\d{4}$)")
+
+
+def check_pinned_judge(cfg: DictConfig) -> None:
+    """A judge model from a hosted provider must be a dated snapshot (an alias moves, and the
+    scores with it); self-hosted judges (``judge.api_base``) and ``offline`` are exempt."""
+    model = str(cfg.judge.get("model"))
+    if (
+        model == "offline"
+        or cfg.judge.get("api_base")
+        or cfg.llm.get("api_base")
+        and (model == str(cfg.llm.get("model")))
+    ):
+        return
+    if not _PINNED.search(model.rsplit("/", 1)[-1]):
+        raise ConfigError(
+            f"judge.model={model}: a bare alias (its scores change when the provider moves it); "
+            "pin a dated snapshot, e.g. judge.model=openai/gpt-4o-2024-08-06 (docs/judges.md)"
+        )
+
+
 def build_components(cfg: DictConfig) -> Components:
     """The task, the policy and the judge (checked to be able to run together)."""
     check_choices(cfg)
+    check_pinned_judge(cfg)
     task_node = cfg.task.copy()
     with open_dict(task_node):
         task_node.pop("judges", None)  # checked above; not the task's own argument
@@ -77,7 +100,12 @@ def resolve_output_dir(cfg: DictConfig) -> Path:
 
 
 def llm_clients(
-    cfg: DictConfig, judge: Judge, salt: dict[str, str], *, check: bool = True
+    cfg: DictConfig,
+    judge: Judge,
+    salt: dict[str, str],
+    *,
+    check: bool = True,
+    roles: tuple[str, ...] = ("llm", "judge"),
 ) -> tuple[LLMClient, LLMClient]:
     """The policy's and the judge's model clients, checked for credentials before any episode
     (``check``)."""
@@ -89,12 +117,15 @@ def llm_clients(
         # another model: the policy model's explicit price is not the judge's
         inherited.pop("input_usd_per_mtok", None)
         inherited.pop("output_usd_per_mtok", None)
-    judge_cfg = {**inherited, **{k: v for k, v in judge.llm_overrides.items() if v is not None
-                                 or k not in ("input_usd_per_mtok", "output_usd_per_mtok")}}  # fmt: skip
+    prices = ("input_usd_per_mtok", "output_usd_per_mtok")
+    own = {k: v for k, v in judge.llm_overrides.items() if v is not None or k not in prices}
+    judge_cfg = {**inherited, **own}
     judge_llm = LLMClient(judge_cfg, role="judge", cache=cache, cache_salt=salt)
     for client, key in ((policy_llm, "llm"), (judge_llm, "judge")):
         if not check:
             break
+        if key not in roles:
+            continue  # e.g. rejudge never calls the policy's model
         problem = client.unknown_model()
         if problem:
             raise ConfigError(f"{key}.model={client.model}: {problem}")

@@ -112,15 +112,17 @@ def dry_run(cfg: DictConfig, parts: Components, episodes: Sequence[Episode]) -> 
         known = [t["cost_usd"] for t in totals.values() if t["cost_usd"] is not None]
         unknown = [r for r, t in totals.items() if t["cost_usd"] is None]
         projected = sum(known)
+        n = len(episodes)
         verdict = (
             "within the cap"
             if projected <= cap
-            else f"over the cap: the run will stop after about {int(len(episodes) * cap / projected)}"
-            f" of {len(episodes)} episodes"
+            else f"over the cap: the run will stop after about {int(n * cap / projected)} of {n}"
+            " episodes"
         )
         note = f" (+ unpriced {', '.join(unknown)} calls)" if unknown else ""
         lines.append(
-            f"  projected cost ${projected:.2f}{note} against run.max_cost_usd=${cap:.2f}: {verdict}"
+            f"  projected cost ${projected:.4f}{note} against run.max_cost_usd=${cap:.2f}: "
+            + verdict
         )
     if problems:
         lines.append(f"  {len(problems)} episode(s) could not be estimated, e.g. {problems[0]}")

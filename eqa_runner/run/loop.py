@@ -212,12 +212,16 @@ def _run_locked(
         e = write_error[0]
         _try_summary(ctx)
         print(f"[eqa_runner] resume with: {resume_command(out_dir)}", file=sys.stderr, flush=True)
-        raise RunDirError(os_error_line(jsonl, e, "free space (or fix the permissions), then resume"))
+        raise RunDirError(
+            os_error_line(jsonl, e, "free space (or fix the permissions), then resume")
+        )
     result = _try_summary(ctx)
     counts = result.get("counts") or {}
     if stopper.stopped:
         code = stopper.exit_code
-        keys = {"run.max_cost_usd": f"{cap.suggest():.2f}"} if cap and code == EXIT_COST_CAP else None
+        keys = (
+            {"run.max_cost_usd": f"{cap.suggest():.2f}"} if cap and code == EXIT_COST_CAP else None
+        )
         why = stopper.reason or "stopped"
         if cap is not None and code == EXIT_COST_CAP:
             why += f" (spent ${cap.spent:.4f} of ${cap.cap:.2f})"
