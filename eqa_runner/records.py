@@ -124,17 +124,22 @@ class RecordWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.dropped_torn = repair_torn_tail(self.path)
         self.quarantined = quarantine_bad_lines(self.path)
-        self._fh = self.path.open("a", encoding="utf-8")
+        # unbuffered: a failed write (full disk) leaves nothing queued to fail again at close
+        self._fh = self.path.open("ab", buffering=0)
 
     def write(self, record: EpisodeRecord | dict[str, Any]) -> None:
         line = json.dumps(to_jsonable(record), ensure_ascii=False, allow_nan=False)
-        self._fh.write(line + "\n")
-        self._fh.flush()
+        view = memoryview((line + "\n").encode("utf-8"))
+        while view:  # a partial write is a torn line: the next writer moves it to .torn
+            n = self._fh.write(view)
+            view = view[n or 0 :]
 
     def close(self) -> None:
         if not self._fh.closed:
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
+            try:
+                os.fsync(self._fh.fileno())
+            except OSError as e:
+                log.warning("%s: fsync failed (%s)", self.path, e.strerror)
             self._fh.close()
 
     def __enter__(self) -> RecordWriter:

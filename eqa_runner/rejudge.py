@@ -62,7 +62,7 @@ def load_run_config(run_dir: Path, overrides: list[str]) -> DictConfig:
         if not o.startswith("+") and OmegaConf.select(cfg, key, default="<missing>") == "<missing>":
             import difflib
 
-            node = cfg.select(key.rsplit(".", 1)[0]) if "." in key else cfg
+            node = OmegaConf.select(cfg, key.rsplit(".", 1)[0]) if "." in key else cfg
             known = [str(k) for k in node] if OmegaConf.is_dict(node) else []
             close = difflib.get_close_matches(key.rsplit(".", 1)[-1], known, n=1)
             hint = f"; did you mean {key.rsplit('.', 1)[0]}.{close[0]}?" if close else ""

@@ -311,7 +311,7 @@ async def _execute(
 
     tasks: list[asyncio.Task[None]] = []
     try:
-        for ep in todo:
+        for i, ep in enumerate(todo):
             await sem.acquire()
             if stopper.stopped:
                 sem.release()
@@ -320,6 +320,7 @@ async def _execute(
             if cap is not None:
                 estimate = cap.estimate(ep)
                 if not cap.may_start(estimate):
+                    cap.remember_left(todo[i:])
                     sem.release()
                     stopper.stop("stopped at the cost cap run.max_cost_usd", EXIT_COST_CAP)
                     break

@@ -94,6 +94,7 @@ def os_error_line(path: Path | str, e: OSError, fix: str) -> str:
     what = {
         errno.ENOSPC: "no space left on the device",
         errno.EDQUOT: "disk quota exceeded",
+        errno.EFBIG: "file too large (a file size limit)",
         errno.EROFS: "read-only file system",
         errno.EACCES: "permission denied",
         errno.EPERM: "operation not permitted",
