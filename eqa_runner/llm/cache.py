@@ -53,7 +53,7 @@ class DiskCache:
             return self._drop(path, f"unknown fields {sorted(unknown)[:3]}")
         return data
 
-    def _drop(self, path: Path, why: str) -> None:
+    def _drop(self, path: Path, why: str) -> dict[str, Any] | None:
         log.warning("model cache entry %s is corrupt (%s): dropped, the call is made again", path,
                     why)  # fmt: skip
         with contextlib.suppress(OSError):

@@ -231,7 +231,6 @@ def _run_locked(
             f"resume with: {resume_command(out_dir, set_keys=keys)}"
         )
         print(line, file=sys.stderr, flush=True)
-        log.warning("%s", line)
     elif counts.get("error") or counts.get("missing"):
         code = EXIT_EPISODES_FAILED
     else:
@@ -326,7 +325,7 @@ async def _execute(
                     break
                 cap.in_flight += estimate
             task = asyncio.create_task(one(ep, estimate))
-            stopper.track(task)  # type: ignore[arg-type]
+            stopper.track(task)
             tasks.append(task)
         results = await asyncio.gather(*tasks, return_exceptions=True)
         for r in results:

@@ -37,7 +37,7 @@ class Stopper:
     exit_code: int = EXIT_OK
     cancel_in_flight: bool = False  # signals: cancel running episodes (they re-run on resume)
     new_cap: float | None = None  # cost cap: the cap the resume command suggests
-    _tasks: set[asyncio.Task[object]] = field(default_factory=set)
+    _tasks: set[asyncio.Task[None]] = field(default_factory=set)
     _loop: asyncio.AbstractEventLoop | None = None
 
     @property
@@ -55,7 +55,7 @@ class Stopper:
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
 
-    def track(self, task: asyncio.Task[object]) -> None:
+    def track(self, task: asyncio.Task[None]) -> None:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         if self.cancel_in_flight:

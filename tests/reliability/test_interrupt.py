@@ -24,7 +24,11 @@ CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 
 def _resume_line(text: str) -> list[str]:
-    (line,) = [ln for ln in text.splitlines() if "resume with: " in ln]
+    lines = [
+        ln for ln in text.splitlines() if ln.startswith("[eqa_runner]") and "resume with: " in ln
+    ]
+    assert len(lines) == 1, text[-3000:]
+    line = lines[0]
     args = shlex.split(line.split("resume with: ", 1)[1])
     assert args[:3] == ["python", "-m", "eqa_runner"]
     return args[3:]

@@ -198,9 +198,10 @@ def test_off_floor_start_is_an_error_record_with_the_distance(tmp_path, compose_
     by_id = {r["episode_id"]: r for r in read_records(tmp_path / "run" / "episodes.jsonl")}
     bad = by_id[eid] if eid in by_id else next(iter(by_id.values()))
     assert bad["status"] == "error" and bad["error"]["type"] == "OffFloorError"
-    assert "off the navigable floor" in bad["error"]["message"] and " m from it" in bad["error"][
-        "message"
-    ]
+    assert (
+        "off the navigable floor" in bad["error"]["message"]
+        and " m from it" in bad["error"]["message"]
+    )
     assert out["exit_code"] == 1
 
 
@@ -350,8 +351,8 @@ def test_rejudge_refuses_bad_overrides_and_tags_with_one_line(done_run):
 def test_rejudge_asks_only_for_the_judge_key_and_report_shows_both_judges(
     tmp_path, small_data, llm_server
 ):
-    from eqa_runner.report.cli import main as report_main
     from eqa_runner.rejudge import rejudge
+    from eqa_runner.report.cli import main as report_main
 
     llm_server.configure(rules=[{"pattern": "Your mark", "reply": "Your mark: 3"}])
     run_dir = tmp_path / "run"
