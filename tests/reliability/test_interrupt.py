@@ -90,8 +90,10 @@ def test_capped_run_stops_at_its_cap_then_resumes_with_the_cap_raised(tmp_path, 
             "judge.output_usd_per_mtok=1000"]  # fmt: skip
 
     def cli(*extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "eqa_runner", *extra], cwd=ROOT,
-                              env=cli_env(), capture_output=True, text=True, timeout=300)  # fmt: skip
+        return subprocess.run(
+            [sys.executable, "-m", "eqa_runner", *extra],
+            cwd=ROOT, env=cli_env(), capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
 
     unpriced = cli(*[a for a in base if "usd_per_mtok" not in a], "run.max_cost_usd=1")
     assert unpriced.returncode == 2 and "no known price" in unpriced.stderr
