@@ -215,8 +215,8 @@ class ExplorePolicy(Policy):
         )
         t_start = time.perf_counter()
         async with session.lease(str(spec.mesh_path)):
-            await session.call(check_on_floor, session.sim, start, x.goal)
             x.area = await session.call(_setup, session, spec, x, ctx.rng)
+            await session.call(check_on_floor, session.sim, start, x.goal)
             x.budget = self.budget(x.area)
             for step in range(x.budget):
                 if await self._step(x, step, session, ctx):

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import TypeVar
 
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf
 
 from eqa_runner.errors import ConfigError
 from eqa_runner.llm import DiskCache, LLMClient
@@ -74,11 +74,8 @@ def build_components(cfg: DictConfig) -> Components:
     """The task, the policy and the judge (checked to be able to run together)."""
     check_choices(cfg)
     check_pinned_judge(cfg)
-    task_node = cfg.task.copy()
-    with open_dict(task_node):
-        task_node.pop("judges", None)  # checked above; not the task's own argument
     return Components(
-        task=build(task_node, Task, "task"),
+        task=build(cfg.task, Task, "task"),
         policy=build(cfg.policy, Policy, "policy"),
         judge=build(cfg.judge, Judge, "judge"),
     )

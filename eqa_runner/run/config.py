@@ -13,7 +13,7 @@ class RunConfig:
     """Run-loop knobs users type on the command line (``run.limit=5`` ...)."""
 
     output_dir: str | None = None  # defaults to Hydra's runtime output dir
-    limit: int | None = bounded(None, ge=1)  # keep the first N selected episodes
+    limit: int | None = bounded(None, ge=0)  # keep the first N selected episodes
     episodes: Any = None  # list of ids, a comma string, or a file of ids (JSON list or lines)
     shard: str | None = None  # "i/n": keep every n-th episode starting at i
     num_shards: int | None = bounded(None, ge=1)  # sweeps: expands to run.shard=0/n..n-1/n

@@ -22,10 +22,17 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from eqa_runner.errors import ConfigSecretError, DataError, RunDirError
+from eqa_runner.errors import ConfigSecretError, DataError, RunDirError, UserError
 from eqa_runner.llm import LLMClient
 from eqa_runner.llm.secrets import screen_values
-from eqa_runner.records import EPISODES_FILE, RecordWriter, RunLock, final_records, read_records
+from eqa_runner.records import (
+    EPISODES_FILE,
+    LOCK_FILE,
+    RecordWriter,
+    RunLock,
+    final_records,
+    read_records,
+)
 from eqa_runner.run.build import (
     build,
     build_components,
@@ -37,7 +44,7 @@ from eqa_runner.run.context import Components, EpisodeSettings, RunContext
 from eqa_runner.run.cost_cap import CostCap
 from eqa_runner.run.dry_run import dry_run
 from eqa_runner.run.episode import run_episode
-from eqa_runner.run.provenance import check_same_config
+from eqa_runner.run.provenance import PROVENANCE_FILE, check_same_config
 from eqa_runner.run.rundir import (
     check_cache_dir,
     check_prompts_dir,
@@ -91,10 +98,6 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     check_cache_dir(cfg)
     check_same_config(out_dir, container)  # before anything is written
     _existing_records(cfg, out_dir / EPISODES_FILE)  # refused unless resuming
-    prompts = {**parts.policy.prompts(cfg.prompts.dir), **parts.judge.prompts(cfg.prompts.dir)}
-    salt = {name: str(p["sha256"]) for name, p in prompts.items()}
-    clients = llm_clients(cfg, parts.judge, salt)
-    cap = CostCap.from_cfg(cfg, parts, clients) if cfg.run.get("max_cost_usd") else None
     if any(str(m) != "offline" for m in (cfg.llm.model, parts.judge.llm_overrides.get("model"))):
         from eqa_runner.llm import load_litellm
 
@@ -103,14 +106,28 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise RunDirError(os_error_line(out_dir, e, f"pick another {_dir_key(cfg)}")) from None
-    with RunLock(out_dir):
-        check_same_config(out_dir, container)  # again under the lock (a concurrent start)
-        try:
-            label_run_dir(out_dir, cfg, container)
-        except OSError as e:
-            raise RunDirError(os_error_line(out_dir, e, "free space or fix permissions")) from None
-        release_run_log(keep=True)
-        return _run_locked(cfg, parts, episodes, out_dir, prompts, clients, cap)
+    lock_file = out_dir / LOCK_FILE
+    had_lock_file = lock_file.exists()
+    try:
+        with RunLock(out_dir):  # before the slower checks: a second process is refused at once
+            check_same_config(out_dir, container)  # again under the lock (a concurrent start)
+            prompts = {**parts.policy.prompts(cfg.prompts.dir),
+                       **parts.judge.prompts(cfg.prompts.dir)}  # fmt: skip
+            salt = {name: str(p["sha256"]) for name, p in prompts.items()}
+            clients = llm_clients(cfg, parts.judge, salt)
+            cap = CostCap.from_cfg(cfg, parts, clients) if cfg.run.get("max_cost_usd") else None
+            try:
+                label_run_dir(out_dir, cfg, container)
+            except OSError as e:
+                raise RunDirError(
+                    os_error_line(out_dir, e, "free space or fix permissions")
+                ) from None
+            release_run_log(keep=True)
+            return _run_locked(cfg, parts, episodes, out_dir, prompts, clients, cap)
+    except UserError:
+        if not had_lock_file and not (out_dir / PROVENANCE_FILE).exists():
+            lock_file.unlink(missing_ok=True)  # a refused start leaves the dir as it was
+        raise
 
 
 def _dir_key(cfg: DictConfig) -> str:

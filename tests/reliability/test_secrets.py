@@ -54,7 +54,7 @@ def test_keys_from_the_environment_never_reach_any_output(tmp_path, llm_server):
         ],
         env=cli_env(**SECRETS),
     )
-    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.returncode == 1, res.stderr[-2000:]  # q0003 failed for good: exit code 1
     files = _files(run_dir, cache)
     names = {p.relative_to(run_dir).as_posix() for p in files if run_dir in p.parents}
     assert {"episodes.jsonl", "summary.json", "run.log", ".hydra/config.yaml"} <= names

@@ -62,7 +62,7 @@ def test_compare_2x2_sweep_shows_only_swept_keys(env, tmp_path, capsys):
     sweep = _sweep(env, tmp_path / "sweep")
     runs = load_runs([sweep])
     table = compare_table(runs, pick_baseline(runs, "1"))
-    assert list(table.columns) == ["policy", "llm.model", "llm_match", "Δ llm_match"]
+    assert list(table.columns) == ["policy", "llm.model", "n", "llm_match", "Δ llm_match"]
     assert table["policy"].tolist() == ["blind", "blind", "single", "single"]
     assert table["llm.model"].tolist() == ["openai/model-a", "openai/model-b"] * 2
     assert table["llm_match"].str.startswith("100.0").tolist() == [True, False, True, False]
