@@ -71,7 +71,7 @@ def test_compare_2x2_sweep_shows_only_swept_keys(env, tmp_path, capsys):
     csv = tmp_path / "cmp.csv"
     assert report_main([str(sweep), "--compare", "--csv", str(csv), "--by", "category"]) == 0
     out = capsys.readouterr().out
-    assert "| policy | llm.model      | llm_match            | Δ llm_match |" in out
+    assert "| policy | llm.model      |  n | llm_match            | Δ llm_match |" in out
     assert "by category:" in out and "policy=single, llm.model=openai/model-b" in out
     assert csv.is_file() and "llm_match" in csv.read_text().splitlines()[0]
 
