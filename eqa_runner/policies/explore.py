@@ -384,21 +384,24 @@ class OffFloorError(ValueError):
     """An EXPRESS start or goal that is not on the navigable floor (nothing could be explored)."""
 
 
-def floor_distance(sim: Any, point: np.ndarray) -> float:
-    """Metres from ``point`` (habitat frame) to the nearest navigable point (inf: none)."""
-    snapped = np.asarray(sim.snap_point(np.asarray(point, dtype=float)), dtype=float)
-    if not np.all(np.isfinite(snapped)):
-        return math.inf
-    return float(np.linalg.norm(snapped - np.asarray(point, dtype=float)))
+def floor_distance(sim: Any, point: np.ndarray) -> tuple[float, bool]:
+    """Metres from ``point`` (habitat frame) to the nearest navigable point, and whether that
+    is exact (False: nothing snapped, the distance to the navmesh bounds, a lower bound)."""
+    p = np.asarray(point, dtype=float)
+    snapped = np.asarray(sim.snap_point(p), dtype=float)
+    if np.all(np.isfinite(snapped)):
+        return float(np.linalg.norm(snapped - p)), True
+    lo, hi = (np.asarray(b, dtype=float) for b in sim.bounds())
+    return float(np.linalg.norm(np.maximum(np.maximum(lo - p, 0.0), p - hi))), False
 
 
 def check_on_floor(sim: Any, start: np.ndarray, goal: np.ndarray) -> None:
     """Raise :class:`OffFloorError` naming the distance when the start or goal is off the floor
     (else an "ok" episode would explore nothing and earn full path-efficiency credit)."""
     for what, p in (("start_position", start), ("goal_position", goal)):
-        d = floor_distance(sim, p)
-        if d > OFF_FLOOR_M:
-            far = "no navigable floor found" if math.isinf(d) else f"{d:.2f} m"
+        d, exact = floor_distance(sim, p)
+        if d > OFF_FLOOR_M or not exact:
+            far = f"{d:.2f} m" if exact else f"at least {d:.2f} m"
             raise OffFloorError(
                 f"{what} {[round(float(v), 3) for v in p]} is off the navigable floor ({far} "
                 f"from it; more than {OFF_FLOOR_M} m): check the episode's pose and scene"
