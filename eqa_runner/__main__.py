@@ -7,7 +7,6 @@ import logging
 import os
 import sys
 from dataclasses import fields, is_dataclass
-from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
@@ -18,28 +17,31 @@ register_configs()
 log = logging.getLogger("eqa_runner")
 
 
+_EXIT_CODES: list[int] = []  # one per job this process ran (a sweep runs several)
+
+
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def app(cfg: DictConfig) -> object:
-    """Run one composed configuration; user errors become one line on stderr, exit code 2."""
-    from eqa_runner.errors import ConfigSecretError, UserError
+    """Run one composed configuration; the process exit code is collected in ``_EXIT_CODES``
+    (README "Exit codes"); a user error is one line on stderr (exit code 2)."""
+    from eqa_runner.errors import UserError
     from eqa_runner.run.loop import run
-    from eqa_runner.schema import check_config
+    from eqa_runner.run.rundir import defer_run_log, release_run_log
 
+    defer_run_log()  # nothing reaches run.log before the run dir is checked and labelled
     try:
-        check_config(cfg)  # a sweep job's own values (a single run's were checked before)
-        return run(cfg)
+        result = run(cfg)
     except UserError as e:
-        if isinstance(e, ConfigSecretError):  # a key from a config file: blank Hydra's copies
-            from hydra.core.hydra_config import HydraConfig
-
-            from eqa_runner.llm import redact_saved_configs
-
-            hc = HydraConfig.get()
-            if hc.output_subdir:
-                redact_saved_configs(Path(hc.runtime.output_dir) / hc.output_subdir)
-        log.error("%s", e)
+        release_run_log(keep=False)
         print(f"error: {e}", file=sys.stderr, flush=True)
-        sys.exit(e.exit_code)
+        _EXIT_CODES.append(e.exit_code)
+        return None
+    finally:
+        release_run_log(keep=True)  # no-op when already released
+    _EXIT_CODES.append(int(result.get("exit_code", 0)))
+    if result.get("exit_code", 0) >= 128:
+        sys.exit(result["exit_code"])  # interrupted: a sweep stops here too
+    return result
 
 
 def expand_num_shards(argv: list[str]) -> list[str]:
@@ -65,27 +67,47 @@ def main() -> None:
         sys.stdout.write(render_help())
         return
     from eqa_runner.llm import secret_overrides
+    from eqa_runner.run.rundir import remove_unlabelled_fresh_dirs
 
-    refusal = secret_overrides(sys.argv[1:])  # before Hydra writes overrides into .hydra/
+    refusal = secret_overrides(sys.argv[1:])  # before Hydra composes, logs or writes anything
     if refusal:
         print(f"error: {refusal}", file=sys.stderr, flush=True)
         sys.exit(2)
     sys.argv[1:] = expand_num_shards(sys.argv[1:])
     full_error = os.environ.get("HYDRA_FULL_ERROR")
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises: a bad config becomes one line here
+    code = 0
     try:
         app()
+        code = max(_EXIT_CODES, default=0)
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    except KeyboardInterrupt:  # a Ctrl-C before the run loop took over signals
+        print("\n[eqa_runner] interrupted before any episode ran; nothing to resume",
+              file=sys.stderr, flush=True)  # fmt: skip
+        code = 130
     except Exception as e:
-        line = config_error_line(e)
+        line = config_error_line(e) or environment_error_line(e)
         if line is None or full_error == "1":
             raise
         print(f"error: {line}", file=sys.stderr, flush=True)
-        sys.exit(2)
+        code = 2
     finally:
         if full_error is None:
             os.environ.pop("HYDRA_FULL_ERROR", None)
         else:
             os.environ["HYDRA_FULL_ERROR"] = full_error
+        remove_unlabelled_fresh_dirs()  # a refused start or a dry run leaves no run dir
+    sys.exit(code)
+
+
+def environment_error_line(exc: BaseException) -> str | None:
+    """One line for a filesystem error that escaped (the path and the fix), else None."""
+    if isinstance(exc, OSError) and getattr(exc, "filename", None):
+        from eqa_runner.run.rundir import os_error_line
+
+        return os_error_line(exc.filename, exc, "fix the path or its permissions and retry")
+    return None
 
 
 def config_error_line(exc: BaseException) -> str | None:

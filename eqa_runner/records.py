@@ -48,6 +48,26 @@ USAGE_DEFAULTS: dict[str, Any] = {
     k: 0.0 if k == "cost_usd" else 0 for k in UsageInfo.__annotations__
 }
 _CONTAINERS = ("extra_answers", "metrics", "trace", "timings", "usage")
+# what every line ever written holds (DESIGN.md §3); a line without them is not a record (an
+# ok line also needs its ``metrics`` object: an "ok" without a score is not an ok record)
+REQUIRED_FIELDS = ("episode_id", "status")
+QUARANTINE_SUFFIX = ".quarantine"
+
+
+def incomplete_reason(obj: Any) -> str | None:
+    """Why a parsed line is not a complete record (None when it is)."""
+    if not isinstance(obj, dict):
+        return f"not a JSON object ({type(obj).__name__})"
+    missing = [k for k in REQUIRED_FIELDS if k not in obj]
+    if missing:
+        return f"incomplete record (no {', '.join(missing)})"
+    if obj["status"] not in ("ok", "error"):
+        return f"status {obj['status']!r} is not ok/error"
+    if not isinstance(obj["episode_id"], (str, int)) or isinstance(obj["episode_id"], bool):
+        return "episode_id is not a string"
+    if obj["status"] == "ok" and not isinstance(obj.get("metrics"), dict):
+        return "incomplete record (an ok line without its metrics object)"
+    return None
 
 
 def complete_record(raw: dict[str, Any]) -> EpisodeRecord:
@@ -59,6 +79,20 @@ def complete_record(raw: dict[str, Any]) -> EpisodeRecord:
             rec[key] = default()
     rec["usage"] = {**USAGE_DEFAULTS, **rec["usage"]}
     return cast(EpisodeRecord, rec)
+
+
+def artifact_name(episode_id: str, max_len: int = 120) -> str:
+    """A file-name-safe name for an episode's artifacts, unique per episode id: when the
+    sanitiser changes the id (``a/b`` and ``a:b`` both become ``a_b``), a short hash of the
+    exact id is appended."""
+    import hashlib
+
+    s = str(episode_id)
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in s)
+    if safe == s and len(s) <= max_len and s not in (".", ".."):
+        return s
+    digest = hashlib.sha256(s.encode()).hexdigest()[:10]
+    return f"{safe[: max_len - 11]}-{digest}"
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -89,17 +123,23 @@ class RecordWriter:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.dropped_torn = repair_torn_tail(self.path)
-        self._fh = self.path.open("a", encoding="utf-8")
+        self.quarantined = quarantine_bad_lines(self.path)
+        # unbuffered: a failed write (full disk) leaves nothing queued to fail again at close
+        self._fh = self.path.open("ab", buffering=0)
 
     def write(self, record: EpisodeRecord | dict[str, Any]) -> None:
         line = json.dumps(to_jsonable(record), ensure_ascii=False, allow_nan=False)
-        self._fh.write(line + "\n")
-        self._fh.flush()
+        view = memoryview((line + "\n").encode("utf-8"))
+        while view:  # a partial write is a torn line: the next writer moves it to .torn
+            n = self._fh.write(view)
+            view = view[n or 0 :]
 
     def close(self) -> None:
         if not self._fh.closed:
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
+            try:
+                os.fsync(self._fh.fileno())
+            except OSError as e:
+                log.warning("%s: fsync failed (%s)", self.path, e.strerror)
             self._fh.close()
 
     def __enter__(self) -> RecordWriter:
@@ -139,9 +179,46 @@ def repair_torn_tail(path: Path) -> bool:
     return True
 
 
+def quarantine_bad_lines(path: Path) -> int:
+    """Move lines that are not complete records (non-JSON, non-object, incomplete) out of
+    ``path`` into ``<file>.quarantine`` (atomic rewrite); returns how many were moved."""
+    if not path.exists() or path.stat().st_size == 0:
+        return 0
+    lines = path.read_bytes().split(b"\n")
+    keep: list[bytes] = []
+    bad: list[tuple[int, bytes, str]] = []
+    for i, raw in enumerate(lines):
+        if not raw.strip():
+            continue
+        try:
+            why = incomplete_reason(json.loads(raw))
+        except ValueError:
+            why = "not JSON"
+        if why:
+            bad.append((i + 1, raw, why))
+        else:
+            keep.append(raw)
+    if not bad:
+        return 0
+    with path.with_suffix(path.suffix + QUARANTINE_SUFFIX).open("ab") as side:
+        for _, raw, _ in bad:
+            side.write(raw + b"\n")
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_bytes(b"".join(k + b"\n" for k in keep))
+    os.replace(tmp, path)
+    log.warning(
+        "%s: moved %d line(s) that are not complete records to %s%s (line %s: %s)",
+        path, len(bad), path.name, QUARANTINE_SUFFIX, bad[0][0], bad[0][2],
+    )  # fmt: skip
+    return len(bad)
+
+
 def read_records(path: Path) -> list[EpisodeRecord]:
-    """All parseable records, completed (:func:`complete_record`); a torn final line is dropped
-    with a warning (the next writer moves it to ``<file>.torn``)."""
+    """All complete records (:func:`complete_record`). A torn final line is dropped with a
+    warning (the next writer moves it to ``<file>.torn``); a line that is not a complete record
+    (not JSON, not an object, no ``question``/``metrics``/...) is skipped with a warning naming
+    the file and line (the next writer moves it to ``<file>.quarantine``), so it can never
+    replace a complete record of the same episode."""
     path = Path(path)
     if not path.exists():
         return []
@@ -157,10 +234,13 @@ def read_records(path: Path) -> list[EpisodeRecord]:
             if last:
                 log.warning("%s: dropped torn final line %d", path, i + 1)
             else:
-                log.error("%s: line %d is not JSON; skipped", path, i + 1)
+                log.warning("%s: line %d is not JSON; skipped (quarantined on resume)", path, i + 1)
             continue
-        if isinstance(rec, dict) and "episode_id" in rec:
-            records.append(complete_record(rec))
+        why = incomplete_reason(rec)
+        if why:
+            log.warning("%s: line %d skipped: %s (quarantined on resume)", path, i + 1, why)
+            continue
+        records.append(complete_record(rec))
     return records
 
 
@@ -184,11 +264,13 @@ def write_json_atomic(path: Path, obj: Any) -> None:
     """Write JSON via a temp file + rename, so readers never see half a file."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(
-        json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n",
-        encoding="utf-8",
-    )
-    os.replace(tmp, path)
+    text = json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # no half-written temp file left behind
+        raise
 
 
 class RunLock:

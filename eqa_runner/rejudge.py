@@ -25,21 +25,60 @@ from eqa_runner.run.summary import SummaryInputs, write_summary
 from eqa_runner.scoring.base import Judge
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, RejudgedRecord
 
+# what a rejudge may change: the judge, and plumbing (never the predictions' config)
+REJUDGE_KEYS = ("judge.", "run.workers", "run.cache", "run.cache_dir", "run.bootstrap_samples",
+                "prompts.dir")  # fmt: skip
 
-def load_run_config(run_dir: Path, overrides: list[str]) -> DictConfig:
-    """The run's composed config (``.hydra/config.yaml``) with dotlist overrides applied."""
+
+def recorded_config(run_dir: Path) -> DictConfig:
+    """The config that produced ``run_dir``'s records: ``.hydra/config.yaml`` with the result
+    keys of ``provenance.json`` (the fingerprinted config) laid over it."""
+    from eqa_runner.run.provenance import read_provenance
+
     path = run_dir / ".hydra" / "config.yaml"
     if not path.is_file():
         raise ConfigError(f"{path}: not found; is {run_dir} an eqa_runner run directory?")
     cfg = OmegaConf.load(path)
     if not isinstance(cfg, DictConfig):
         raise ConfigError(f"{path}: not a mapping; is {run_dir} an eqa_runner run directory?")
-    bad = [o for o in overrides if "=" not in o]
-    if bad:
-        raise ConfigError(f"overrides must look like key=value, got {bad}")
     OmegaConf.set_struct(cfg, False)
+    prov = read_provenance(run_dir)
+    for key, value in ((prov or {}).get("config") or {}).items():
+        OmegaConf.update(cfg, key, value, force_add=True)
+    return cfg
+
+
+def load_run_config(run_dir: Path, overrides: list[str]) -> DictConfig:
+    """The run's recorded config with judge overrides (``judge.model=...``) applied."""
+    cfg = recorded_config(run_dir)
+    for o in overrides:
+        key = o.split("=", 1)[0].lstrip("+~") if "=" in o else ""
+        if not key:
+            raise ConfigError(f"{o}: overrides must look like key=value, e.g. judge.model=...")
+        if not key.startswith(REJUDGE_KEYS[0]) and key not in REJUDGE_KEYS[1:]:
+            raise ConfigError(
+                f"{o}: rejudge only changes the judge (judge.*) and plumbing "
+                f"({', '.join(REJUDGE_KEYS[1:])}); predictions are never recomputed. "
+                "Start a new run for another policy or model."
+            )
+        if not o.startswith("+") and OmegaConf.select(cfg, key, default="<missing>") == "<missing>":
+            import difflib
+
+            node = OmegaConf.select(cfg, key.rsplit(".", 1)[0]) if "." in key else cfg
+            known = [str(k) for k in node] if OmegaConf.is_dict(node) else []
+            close = difflib.get_close_matches(key.rsplit(".", 1)[-1], known, n=1)
+            hint = f"; did you mean {key.rsplit('.', 1)[0]}.{close[0]}?" if close else ""
+            raise ConfigError(f"{key}: unknown key in the run's config{hint}")
+    from eqa_runner.llm.secrets import secret_overrides
+
+    refusal = secret_overrides(overrides)
+    if refusal:
+        from eqa_runner.errors import ConfigSecretError
+
+        raise ConfigSecretError(refusal)
     # merging into a DictConfig gives a DictConfig (omegaconf types the result of any merge)
-    return cast(DictConfig, OmegaConf.merge(cfg, OmegaConf.from_dotlist(overrides)))
+    merged = OmegaConf.merge(cfg, OmegaConf.from_dotlist([o.lstrip("+") for o in overrides]))
+    return cast(DictConfig, merged)
 
 
 def episode_from_record(rec: EpisodeRecord) -> Episode:
@@ -63,21 +102,47 @@ def prediction_from_record(rec: EpisodeRecord, run_dir: Path) -> Prediction:
 
 
 def tag_for(model: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_")[:80] or "judge"
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("._")[:80] or "judge"
+
+
+def check_tag(tag: str) -> str:
+    """A ``--tag`` names files inside the run dir: letters, digits, ``._-`` only."""
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}", tag) or ".." in tag:
+        raise ConfigError(
+            f"--tag {tag!r}: use letters, digits and ._- only (it names "
+            "episodes.rejudged-<tag>.jsonl inside the run dir)"
+        )
+    return tag
 
 
 def rejudge(run_dir: Path, overrides: list[str], *, tag: str | None = None) -> dict[str, Any]:
     """Re-score every ok episode of ``run_dir`` with the judge in the (overridden) config."""
+    from eqa_runner.records import RunLock
+    from eqa_runner.run.build import check_choices, check_pinned_judge
+
+    run_dir = Path(run_dir)
     cfg = load_run_config(run_dir, overrides)
-    judge = build(cfg.judge, Judge, "judge")  # type: ignore[type-abstract]  # python/mypy#4717
-    tag = tag or tag_for(str(judge.llm_overrides.get("model")))
+    check_choices(cfg)
+    check_pinned_judge(cfg)
+    try:
+        judge = build(cfg.judge, Judge, "judge")  # type: ignore[type-abstract]  # python/mypy#4717
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"judge: {str(e).splitlines()[0]}") from None
+    tag = check_tag(tag) if tag else tag_for(str(judge.llm_overrides.get("model")))
+    with RunLock(run_dir):
+        return _rejudge_locked(run_dir, cfg, judge, tag)
+
+
+def _rejudge_locked(run_dir: Path, cfg: DictConfig, judge: Judge, tag: str) -> dict[str, Any]:
     src = final_records(read_records(run_dir / EPISODES_FILE))
     out_name = f"episodes.rejudged-{tag}.jsonl"
     done = {
         i for i, r in final_records(read_records(run_dir / out_name)).items() if r["status"] == "ok"
     }
     prompts = judge.prompts(cfg.prompts.get("dir"))
-    _, judge_llm = llm_clients(cfg, judge, {n: str(p["sha256"]) for n, p in prompts.items()})
+    _, judge_llm = llm_clients(
+        cfg, judge, {n: str(p["sha256"]) for n, p in prompts.items()}, roles=("judge",)
+    )
     workers = max(1, int(cfg.run.workers))
 
     async def one(rec: EpisodeRecord, sem: asyncio.Semaphore, w: RecordWriter) -> None:
@@ -148,11 +213,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("overrides", nargs="*", help="e.g. judge.model=openai/gpt-4o-2024-08-06")
     ap.add_argument("--tag", default=None, help="output name tag (default: the judge model)")
     args = ap.parse_args(argv)
+    from eqa_runner.errors import UserError
+
     try:
-        rejudge(args.run_dir, args.overrides, tag=args.tag)
-    except ConfigError as e:
+        out = rejudge(args.run_dir, args.overrides, tag=args.tag)
+    except UserError as e:
         print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+        sys.exit(e.exit_code)
+    c = out.get("counts") or {}
+    sys.exit(1 if c.get("error") or c.get("missing") else 0)
 
 
 if __name__ == "__main__":

@@ -276,6 +276,13 @@ class LLMClient:
             )
         return None
 
+    def explicit_price(self) -> tuple[float, float] | None:
+        """(input, output) USD per million tokens set in the config, or None."""
+        i, o = self.cfg.input_usd_per_mtok, self.cfg.output_usd_per_mtok
+        if i is None and o is None:
+            return None
+        return float(i or 0.0), float(o or 0.0)
+
     def missing_credentials(self) -> list[str]:
         """Names of environment variables this client needs but that are unset (never values)."""
         if self.offline:
@@ -591,7 +598,11 @@ class LLMClient:
                 raise
 
     def _cost(self, prompt_tokens: int, completion_tokens: int) -> float | None:
-        """litellm's price of a reply (None for a model its cost map does not know)."""
+        """The config's explicit price (``llm.input_usd_per_mtok`` …) of a reply, else litellm's
+        (None for a model its cost map does not know)."""
+        explicit = self.explicit_price()
+        if explicit is not None:
+            return (explicit[0] * prompt_tokens + explicit[1] * completion_tokens) / 1e6
         if self._unpriced:
             return None
         try:
@@ -637,6 +648,12 @@ class LLMClient:
         hidden = getattr(resp, "_hidden_params", None) or {}
         raw_cost = hidden.get("response_cost")
         cost = float(raw_cost) if raw_cost is not None else None
+        explicit = self.explicit_price()
+        if explicit is not None:  # the config's price wins (llm.input_usd_per_mtok ...)
+            cost = (
+                explicit[0] * int(getattr(usage, "prompt_tokens", 0) or 0)
+                + explicit[1] * int(getattr(usage, "completion_tokens", 0) or 0)
+            ) / 1e6
         return Completion(
             text=text,
             model=self.cfg.model,

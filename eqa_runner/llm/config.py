@@ -39,3 +39,7 @@ class LLMConfig:
     transport: str = one_of("thread", TRANSPORTS)  # litellm path only
     image_format: str = one_of("png", IMAGE_FORMATS)  # png (paper) | jpeg
     extra_params: dict[str, Any] = field(default_factory=dict)
+    # an explicit price (USD per million tokens), for models litellm has no price for (a
+    # self-hosted model, a new snapshot); used for cost accounting and run.max_cost_usd
+    input_usd_per_mtok: float | None = bounded(None, ge=0)
+    output_usd_per_mtok: float | None = bounded(None, ge=0)

@@ -34,6 +34,7 @@ def estimate_call(
     text_messages: Sequence[Message],
     image_sizes: Sequence[tuple[int, int]],
     max_tokens: int | None,
+    price: tuple[float, float] | None = None,
 ) -> tuple[int, int, float | None]:
     """(prompt tokens, completion tokens upper bound, cost in USD or None) without calling."""
     completion = max_tokens or 256
@@ -46,6 +47,8 @@ def estimate_call(
     except Exception:
         prompt = len(message_text(text_messages)) // 4
     prompt += sum(image_tokens(w, h) for w, h in image_sizes)
+    if price is not None:  # an explicit price from the config (USD per million tokens)
+        return prompt, completion, (price[0] * prompt + price[1] * completion) / 1e6
     try:
         cin, cout = litellm.cost_per_token(
             model=model, prompt_tokens=prompt, completion_tokens=completion

@@ -211,6 +211,7 @@ class ExplorePolicy(Policy):
         t_start = time.perf_counter()
         async with session.lease(str(spec.mesh_path)) as lane:  # one simulator of the run's
             x.area = await lane.call(_setup, lane, spec, x, ctx.rng)
+            await lane.call(check_on_floor, lane.sim, start, x.goal)
             x.budget = self.budget(x.area)
             for step in range(x.budget):
                 if await self._step(x, step, lane, ctx):
@@ -342,6 +343,39 @@ def _setup(session: SimSession, spec: SceneSpec, x: Exploration, rng: np.random.
     area = session.sim.scene_area()
     x.proposer.reset(x.episode, session.sim, rng)
     return area
+
+
+OFF_FLOOR_M = 0.5  # a start or goal farther than this from the navigable floor is an error
+
+
+class OffFloorError(ValueError):
+    """An EXPRESS start or goal that is not on the navigable floor (nothing could be explored)."""
+
+
+def floor_distance(sim: Any, point: np.ndarray) -> tuple[float, bool]:
+    """Metres from ``point`` (habitat frame) to the nearest navigable point, and whether that
+    is exact (False: nothing snapped, the distance to the navmesh bounds, a lower bound)."""
+    p = np.asarray(point, dtype=float)
+    snapped = np.asarray(sim.snap_point(p), dtype=float)
+    if np.all(np.isfinite(snapped)):
+        return float(np.linalg.norm(snapped - p)), True
+    lo, hi = (np.asarray(b, dtype=float) for b in sim.bounds())
+    return float(np.linalg.norm(np.maximum(np.maximum(lo - p, 0.0), p - hi))), False
+
+
+def check_on_floor(sim: Any, start: np.ndarray, goal: np.ndarray | None) -> None:
+    """Raise :class:`OffFloorError` naming the distance when the start or goal is off the floor
+    (else an "ok" episode would explore nothing and earn full path-efficiency credit)."""
+    for what, p in (("start_position", start), ("goal_position", goal)):
+        if p is None:  # tasks without a goal (A-EQA, HM-EQA)
+            continue
+        d, exact = floor_distance(sim, p)
+        if d > OFF_FLOOR_M or not exact:
+            far = f"{d:.2f} m" if exact else f"at least {d:.2f} m"
+            raise OffFloorError(
+                f"{what} {[round(float(v), 3) for v in p]} is off the navigable floor ({far} "
+                f"from it; more than {OFF_FLOOR_M} m): check the episode's pose and scene"
+            )
 
 
 def _frame_info(rgb: np.ndarray, black_ratio: float) -> tuple[bytes, bool]:

@@ -23,6 +23,7 @@ from eqa_runner.llm import OFFLINE_TAG, ImagePart, Message, RequestEstimate, sys
 from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.policies.exploration import AnswerStep, Exploration
 from eqa_runner.prompts import express_prompt
+from eqa_runner.records import artifact_name
 from eqa_runner.sim.base import Observation
 from eqa_runner.types import Episode
 
@@ -107,7 +108,8 @@ def save_judge_image(ctx: EpisodeContext, episode: Episode, png: bytes) -> list[
 
 
 def safe_name(s: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in s)[:120]
+    """A file name for an episode id, unique per id (records.artifact_name)."""
+    return artifact_name(s)
 
 
 class ExpressProtocol(ExploreProtocol):

@@ -88,10 +88,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     runs = load_runs(args.dirs)
-    if args.judges:
-        return _judges(args, runs)
+    originals = [r for r in runs if not r.label_suffix]  # without the rejudged-summary rows
+    if args.judges:  # reads a run's rejudged files itself
+        return _judges(args, originals)
     if args.power:
-        return _power(args, runs)
+        return _power(args, originals)
     if args.interval:
         for r in runs:
             reinterval(r, args.interval, samples=args.samples, seed=args.seed)

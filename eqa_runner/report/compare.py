@@ -213,6 +213,7 @@ def compare_table(runs: list[Run], baseline: int = 0, paired: Paired | None = No
     rows = []
     for i, (r, f) in enumerate(zip(runs, flats, strict=False)):
         row: dict[str, Any] = {k: cell(f.get(k)) for k in keys}
+        row["n"] = (r.summary.get("counts") or {}).get("scored")
         head = r.summary.get("headline") or {}
         for m in metrics:
             row[m] = fmt_ci(head.get(m))
@@ -225,7 +226,7 @@ def compare_table(runs: list[Run], baseline: int = 0, paired: Paired | None = No
             else:
                 row[f"Δ {m}"] = "-" if a is None or b is None else f"{a - b:+.1f}"
         rows.append(row)
-    return pd.DataFrame(rows, columns=[*keys, *[c for m in metrics for c in (m, f"Δ {m}")]])
+    return pd.DataFrame(rows, columns=[*keys, "n", *[c for m in metrics for c in (m, f"Δ {m}")]])
 
 
 def paired_table(runs: list[Run], paired: Paired) -> pd.DataFrame:

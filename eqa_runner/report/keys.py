@@ -2,38 +2,15 @@
 
 from __future__ import annotations
 
-import fnmatch
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-# run plumbing: never an ablation axis (paths, concurrency, caches, endpoints)
-IGNORED_KEYS = (
-    "run.output_dir",
-    "run.shard",
-    "run.num_shards",
-    "run.workers",
-    "run.cache_dir",
-    "run.cache",
-    "run.progress",
-    "run.resume",
-    "run.dry_run",
-    "run.save_artifacts",
-    "run.episode_timeout_s",
-    "task.data_dir",
-    "task.questions_file",
-    "task.episodes_dir",
-    "task.scenes_dir",
-    "*.api_base",
-    "*.api_key_env",
-    "*.api_key",
-    "*.timeout_s",
-    "*.max_retries",
-    "*.backoff_base_s",
-    "*.backoff_max_s",
-    "*.max_concurrent_calls",
-    "hydra.*",
-)
+from eqa_runner.run.provenance import PLUMBING_KEYS, is_plumbing
+
+# run plumbing: never an ablation axis (paths, concurrency, caches, endpoints); the one list,
+# shared with the run's provenance fingerprint
+IGNORED_KEYS = PLUMBING_KEYS
 # config groups whose choice is shown as one column (``policy=single``) instead of its sub-keys
 GROUPS = ("task", "policy", "llm", "judge", "sim", "experiment")
 
@@ -49,7 +26,7 @@ def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def is_ignored(key: str) -> bool:
-    return any(fnmatch.fnmatchcase(key, pat) for pat in IGNORED_KEYS)
+    return is_plumbing(key)
 
 
 def config_key(config: dict[str, Any]) -> str:

@@ -31,6 +31,7 @@ class Run:
     notes: list[str] = field(default_factory=list)
     label: str = ""
     short: str = ""  # the differing config values, when several runs are reported
+    label_suffix: str = ""  # " [rejudged: <tag>]" for a rejudged summary's row
 
     def records(self) -> list[EpisodeRecord]:
         """One final record per episode over all the run's dirs (shards)."""
@@ -57,9 +58,11 @@ def load_records(dirs: Iterable[Path]) -> list[EpisodeRecord]:
 
 
 def is_run_dir(d: Path) -> bool:
+    """A directory a run wrote to: a summary, records or its provenance (a dir that only holds
+    Hydra's files or a log, from a refused start or a dry run, is not a run)."""
     return (
         (d / SUMMARY_FILE).is_file()
-        or (d / ".hydra" / "config.yaml").is_file()
+        or (d / "provenance.json").is_file()
         or (d / EPISODES_FILE).is_file()
     )
 
@@ -88,15 +91,24 @@ def find_run_dirs(paths: list[Path]) -> list[Path]:
 
 
 def load_config(run_dir: Path, summary: dict[str, Any] | None) -> dict[str, Any]:
-    """The run's composed config: ``.hydra/config.yaml`` (resolved if possible), else summary's."""
+    """The run's recorded config: ``.hydra/config.yaml`` with the fingerprinted result keys of
+    ``provenance.json`` laid over it (resolved if possible), else the summary's."""
     cfg_file = run_dir / ".hydra" / "config.yaml"
     if cfg_file.is_file():
         from omegaconf import OmegaConf
 
         from eqa_runner.run.configstore import register_configs
+        from eqa_runner.run.provenance import read_provenance
 
         register_configs()
         cfg = OmegaConf.load(cfg_file)
+        OmegaConf.set_struct(cfg, False)
+        try:
+            prov = read_provenance(run_dir) or {}
+        except Exception:  # noqa: BLE001 - unreadable provenance: .hydra as written
+            prov = {}
+        for key, value in (prov.get("config") or {}).items():
+            OmegaConf.update(cfg, key, value, force_add=True)
         try:
             # a run's config.yaml is a mapping (omegaconf types any node's container)
             return cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True))
@@ -244,9 +256,33 @@ def runs_differing_keys(runs: list[Run]) -> list[str]:
     return differing_keys([r.config for r in runs], [r.choices for r in runs])
 
 
+def rejudged_runs(run: Run) -> list[Run]:
+    """One row per ``summary.rejudged-<tag>.json`` of a run: the same predictions scored by
+    another judge (shown beside the run's own row; ``judge.model`` differs)."""
+    out = []
+    for f in sorted(run.path.glob("summary.rejudged-*.json")):
+        try:
+            s = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            run.notes.append(f"{f.name}: unreadable, skipped")
+            continue
+        config = json.loads(json.dumps(run.config))
+        judge_model = (s.get("models") or {}).get("judge")
+        if isinstance(config.get("judge"), dict) and judge_model:
+            config["judge"]["model"] = judge_model
+        tag = f.name[len("summary.rejudged-") : -len(".json")]
+        r = Run(run.path, s, config, dict(run.choices), [run.path], [f"rejudged ({tag})"])
+        r.label_suffix = f" [rejudged: {tag}]"
+        out.append(r)
+    return out
+
+
 def load_runs(paths: list[Path]) -> list[Run]:
-    """The rows for ``paths`` (run and sweep dirs), labelled relative to their common parent."""
-    runs = merge_shards([load_run(d) for d in find_run_dirs(paths)])
+    """The rows for ``paths`` (run and sweep dirs), labelled relative to their common parent;
+    a rejudged summary of a run is a row right after the run's own."""
+    runs = []
+    for r in merge_shards([load_run(d) for d in find_run_dirs(paths)]):
+        runs += [r, *(rejudged_runs(r) if len(r.dirs) == 1 else [])]
     common = common_parent([r.path for r in runs])
     for r in runs:
         try:
@@ -257,6 +293,7 @@ def load_runs(paths: list[Path]) -> list[Run]:
             r.label = str(r.path)
         if len(r.dirs) > 1:
             r.label += f" (+{len(r.dirs) - 1} shards)"
+        r.label += r.label_suffix
     if len(runs) > 1:
         keys = runs_differing_keys(runs)
         for r in runs:

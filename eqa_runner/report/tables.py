@@ -21,11 +21,11 @@ def headline_metrics(runs: list[Run]) -> list[str]:
 
 def fmt_ci(m: dict[str, Any] | None, digits: int = 1) -> str:
     """``mean [lo, hi]`` (``-`` without a mean)."""
-    if not m or m.get("mean") is None:
+    if not m or m.get("mean") is None or is_nan(m["mean"]):
         return "-"
     lo, hi = (m.get("ci95") or [None, None])[:2]
     s = f"{m['mean']:.{digits}f}"
-    if lo is not None and hi is not None:
+    if lo is not None and hi is not None and not is_nan(lo) and not is_nan(hi):
         s += f" [{lo:.{digits}f}, {hi:.{digits}f}]"
     return s
 
@@ -79,12 +79,24 @@ def display_runs(df: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
             fmt_ci({"mean": v, "ci95": [lo, hi]})
             for v, lo, hi in zip(df[m], df[f"{m}_ci_lo"], df[f"{m}_ci_hi"], strict=False)
         ]
-    out["cost_usd"] = [
-        ("-" if is_nan(v) else f"{v:.4f}") + (f" (+{int(u)} unpriced calls)" if u else "")
-        for v, u in zip(df["cost_usd"], df["cost_unknown_calls"], strict=False)
-    ]
+    out["cost_usd"] = [_cost_cell(v, u) for v, u in zip(df["cost_usd"], df["cost_unknown_calls"],
+                                                         strict=False)]  # fmt: skip
     out = out.drop(columns=["cost_unknown_calls"])
+    for c in COUNT_COLUMNS:  # whole numbers stay whole when a column holds a missing value
+        if c in out.columns:
+            out[c] = ["-" if v is None or is_nan(v) else str(int(v)) for v in df[c]]
     return out
+
+
+COUNT_COLUMNS = ("n", "selected", "judge_unparsable", "errors", "missing")
+
+
+def _cost_cell(v: Any, unpriced: Any) -> str:
+    """Known cost; ``unknown`` when every call was unpriced; ``≥x`` when some were."""
+    u = 0 if unpriced is None or is_nan(unpriced) else int(unpriced)
+    if v is None or is_nan(v) or (u and not v):
+        return f"unknown ({u} unpriced calls)" if u else "-"
+    return f"≥{v:.4f} (+{u} unpriced calls)" if u else f"{v:.4f}"
 
 
 def breakdown_key(by: str) -> tuple[str, ...]:

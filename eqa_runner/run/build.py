@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -43,11 +44,41 @@ def check_choices(cfg: DictConfig) -> None:
         raise ConfigError(
             f"policy={policy} cannot run task={task}; valid policies for {task}: {', '.join(valid)}"
         )
+    judge = cfg.judge.get("name")
+    judges = list(cfg.task.get("judges") or [])
+    if judges and judge not in judges:
+        raise ConfigError(
+            f"judge={judge} cannot score task={task} (its metrics are another benchmark's); "
+            f"valid judges for {task}: {', '.join(judges)}"
+        )
+
+
+_PINNED = re.compile(r"(\d{4}-?\d{2}-?\d{2}|-\d{3}$|@|:\d|-v\d|-\d{4}$)")
+
+
+def check_pinned_judge(cfg: DictConfig) -> None:
+    """A judge model from a hosted provider must be a dated snapshot (an alias moves, and the
+    scores with it); self-hosted judges (``judge.api_base``), ``offline`` and judges that call
+    no model (``none``: HM-EQA's exact match) are exempt."""
+    model = str(cfg.judge.get("model"))
+    if (
+        model in ("offline", "none")
+        or cfg.judge.get("api_base")
+        or cfg.llm.get("api_base")
+        and (model == str(cfg.llm.get("model")))
+    ):
+        return
+    if not _PINNED.search(model.rsplit("/", 1)[-1]):
+        raise ConfigError(
+            f"judge.model={model}: a bare alias (its scores change when the provider moves it); "
+            "pin a dated snapshot, e.g. judge.model=openai/gpt-4o-2024-08-06 (docs/judges.md)"
+        )
 
 
 def build_components(cfg: DictConfig) -> Components:
     """The task, the policy and the judge (checked to be able to run together)."""
     check_choices(cfg)
+    check_pinned_judge(cfg)
     return Components(
         task=build(cfg.task, Task, "task"),
         policy=build(cfg.policy, Policy, "policy"),
@@ -81,19 +112,38 @@ def resolve_output_dir(cfg: DictConfig) -> Path:
     raise ConfigError("run.output_dir is not set and no Hydra run dir is available")
 
 
-def llm_clients(cfg: DictConfig, judge: Judge, salt: dict[str, str]) -> tuple[LLMClient, LLMClient]:
-    """The policy's and the judge's model clients, checked for credentials before any episode."""
+def llm_clients(
+    cfg: DictConfig,
+    judge: Judge,
+    salt: dict[str, str],
+    *,
+    check: bool = True,
+    roles: tuple[str, ...] = ("llm", "judge"),
+) -> tuple[LLMClient, LLMClient]:
+    """The policy's and the judge's model clients, checked for credentials before any episode
+    (``check``)."""
     cache = DiskCache(cfg.run.cache_dir) if cfg.run.cache else None
     # a DictConfig's container is a dict (omegaconf types the result of any node)
     base = cast(dict[str, Any], OmegaConf.to_container(cfg.llm, resolve=True))
     workers = int(cfg.run.workers)  # the ceiling of calls in flight per endpoint
     policy_llm = LLMClient(base, role="policy", cache=cache, cache_salt=salt, ceiling=workers)
     if judge.needs_model:
-        judge_cfg = {**base, **{k: v for k, v in judge.llm_overrides.items()}}
+        inherited = dict(base)
+        if judge.llm_overrides.get("model") not in (None, base.get("model")):
+            # another model: the policy model's explicit price is not the judge's
+            inherited.pop("input_usd_per_mtok", None)
+            inherited.pop("output_usd_per_mtok", None)
+        prices = ("input_usd_per_mtok", "output_usd_per_mtok")
+        own = {k: v for k, v in judge.llm_overrides.items() if v is not None or k not in prices}
+        judge_cfg = {**inherited, **own}
     else:  # a judge without a model (exact match): a stand-in client it never calls
         judge_cfg = {**base, "model": "offline", "api_base": None, "api_key_env": None}
     judge_llm = LLMClient(judge_cfg, role="judge", cache=cache, cache_salt=salt, ceiling=workers)
     for client, key in ((policy_llm, "llm"), (judge_llm, "judge")):
+        if not check:
+            break
+        if key not in roles:
+            continue  # e.g. rejudge never calls the policy's model
         problem = client.unknown_model()
         if problem:
             raise ConfigError(f"{key}.model={client.model}: {problem}")

@@ -29,4 +29,7 @@ class RunConfig:
     bootstrap_samples: int = bounded(1000, ge=0)
     # summary intervals: resample whole scenes / episode histories (cluster) or episodes (iid)
     interval: str = one_of("cluster", ("cluster", "iid"))
+    # stop starting episodes before the spend (records + in-flight estimate) would pass this
+    max_cost_usd: float | None = bounded(None, gt=0)
+    allow_unpriced: bool = False  # with a cap: count calls to models without a price as $0
     extra: dict[str, Any] = field(default_factory=dict)

@@ -6,11 +6,12 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from eqa_runner.errors import UserError
 from eqa_runner.llm.config import LLMConfig
@@ -52,24 +53,112 @@ def register_configs() -> None:
 
 
 class CheckConfig(Callback):
-    """Checks ranges and choices (:func:`eqa_runner.schema.check_config`) of the composed
-    config before Hydra makes the run directory (for a sweep: its base config before the
-    sweep starts; each job's own values are checked again when the job starts).
+    """Refusals before Hydra makes (or writes into) the run directory.
 
-    Hydra turns a callback's exceptions into warnings, so a bad value is reported here, as
-    every command reports a user error: ``error: <message>`` on stderr, exit status 2.
+    For a run: secrets in any composed value, ranges and choices
+    (:func:`eqa_runner.schema.check_config`), and whether the run dir can be used; the default
+    run dir (``outputs/runs/<time>_<task>_<policy>``) is claimed atomically, so two runs started
+    in the same second get two directories. For a sweep: the same for its base config and a
+    unique sweep dir, printed with the ``report`` command for it. Each job's own values are
+    checked again when the job starts.
+
+    Hydra turns a callback's exceptions into warnings, so a refusal is reported here, as every
+    command reports a user error: ``error: <message>`` on stderr, exit status 2.
     """
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         _check_or_exit(config)
+        _exit_on_error(lambda: _claim_run_dir(config))
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         _check_or_exit(config)
+        _exit_on_error(lambda: _claim_sweep_dir(config))
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        d = OmegaConf.select(config, "hydra.sweep.dir")
+        print(
+            f"[eqa_runner] sweep dir: {d}\n[eqa_runner] report: python -m eqa_runner.report {d}",
+            flush=True,
+        )
 
 
 def _check_or_exit(config: DictConfig) -> None:
+    _exit_on_error(lambda: _check(config))
+
+
+def _check(config: DictConfig) -> None:
+    from eqa_runner.errors import ConfigSecretError
+    from eqa_runner.llm.secrets import screen_values
+
     try:
-        check_config(config)
+        data = OmegaConf.to_container(config, resolve=True)
+    except Exception:  # noqa: BLE001 - an interpolation only the job can resolve
+        data = OmegaConf.to_container(config, resolve=False)
+    assert isinstance(data, dict)
+    refusal = screen_values({str(k): v for k, v in data.items()})
+    if refusal:
+        raise ConfigSecretError(refusal)
+    check_config(config)
+
+
+def _exit_on_error(fn: Any) -> None:
+    try:
+        fn()
     except UserError as e:
         print(f"error: {e}", file=sys.stderr, flush=True)
         sys.exit(e.exit_code)
+
+
+def _user_set(config: DictConfig, key: str) -> bool:
+    return any(str(o).split("=", 1)[0].lstrip("+~") == key for o in config.hydra.overrides.hydra)
+
+
+def _claim_run_dir(config: DictConfig) -> None:
+    """Check the run dir; claim a unique default one and fix ``hydra.run.dir`` to it."""
+    from pathlib import Path
+
+    from eqa_runner.run.rundir import check_writable_dir, note_fresh_dir
+
+    run_dir = Path(str(config.hydra.run.dir))
+    if config.get("run", {}).get("output_dir"):
+        return  # the run writes elsewhere (run.output_dir); Hydra's dir only holds run.log
+    if _user_set(config, "hydra.run.dir"):
+        check_writable_dir(run_dir, key="hydra.run.dir")
+        if not run_dir.exists():
+            note_fresh_dir(run_dir)
+        return
+    check_writable_dir(run_dir, key="hydra.run.dir")
+    claimed = claim_unique_dir(run_dir)
+    note_fresh_dir(claimed)
+    with read_write(config.hydra.run), open_dict(config.hydra.run):
+        config.hydra.run.dir = str(claimed)
+
+
+def _claim_sweep_dir(config: DictConfig) -> None:
+    from pathlib import Path
+
+    from eqa_runner.run.rundir import check_writable_dir
+
+    sweep_dir = Path(str(config.hydra.sweep.dir))
+    check_writable_dir(sweep_dir, key="hydra.sweep.dir")
+    if not _user_set(config, "hydra.sweep.dir"):
+        sweep_dir = claim_unique_dir(sweep_dir)
+        with read_write(config.hydra.sweep), open_dict(config.hydra.sweep):
+            config.hydra.sweep.dir = str(sweep_dir)
+    print(f"[eqa_runner] sweep dir: {sweep_dir}", flush=True)
+
+
+def claim_unique_dir(path: Path) -> Path:
+    """Create ``path`` (or ``path-2``, ``path-3``, … when taken) atomically and return it."""
+    from pathlib import Path as _P
+
+    path = _P(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for i in range(1, 10_000):
+        cand = path if i == 1 else path.with_name(f"{path.name}-{i}")
+        try:
+            cand.mkdir()
+            return cand
+        except FileExistsError:
+            continue
+    raise UserError(f"{path}: could not claim a fresh run directory; set hydra.run.dir")

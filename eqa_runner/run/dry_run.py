@@ -7,19 +7,58 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from eqa_runner.llm import estimate_call
+from eqa_runner.llm import LLMClient, estimate_call
 from eqa_runner.run.context import Components
 from eqa_runner.types import Episode
 
 
-def dry_run(cfg: DictConfig, parts: Components, episodes: Sequence[Episode]) -> dict[str, Any]:
-    """Build every request, count tokens (images included) and estimate cost; call nothing."""
-    task, policy, judge = parts.task, parts.policy, parts.judge
+def _prices(cfg: DictConfig, parts: Components) -> dict[str, tuple[float, float] | None]:
+    """The explicit price (USD per million tokens) per role, as the run's clients see it."""
+    from eqa_runner.run.build import llm_clients
+
+    clients = llm_clients(cfg, parts.judge, {}, check=False)
+    return {"policy": clients[0].explicit_price(), "judge": clients[1].explicit_price()}
+
+
+def _roles(cfg: DictConfig, parts: Components) -> tuple[dict[str, str], dict[str, Any]]:
+    judge = parts.judge
     models = {"policy": str(cfg.llm.model), "judge": str(judge.llm_overrides.get("model"))}
     max_tokens = {
         "policy": cfg.llm.get("max_tokens"),
         "judge": judge.llm_overrides.get("max_tokens"),
     }
+    return models, max_tokens
+
+
+def episode_cost(
+    cfg: DictConfig,
+    parts: Components,
+    ep: Episode,
+    clients: tuple[LLMClient, LLMClient] | None = None,
+) -> float | None:
+    """Estimated USD of one episode's requests (None when a model has no price)."""
+    models, max_tokens = _roles(cfg, parts)
+    prices = (
+        {"policy": clients[0].explicit_price(), "judge": clients[1].explicit_price()}
+        if clients
+        else _prices(cfg, parts)
+    )
+    reqs = parts.policy.estimate_requests(ep, parts.task, cfg.prompts.dir)
+    reqs += parts.judge.estimate_requests(ep, cfg.prompts.dir)
+    total: float | None = 0.0
+    for r in reqs:
+        _, _, cost = estimate_call(
+            models[r.role], r.messages, r.image_sizes, max_tokens[r.role], prices[r.role]
+        )
+        total = None if cost is None or total is None else total + cost
+    return total
+
+
+def dry_run(cfg: DictConfig, parts: Components, episodes: Sequence[Episode]) -> dict[str, Any]:
+    """Build every request, count tokens (images included) and estimate cost; call nothing."""
+    task, policy, judge = parts.task, parts.policy, parts.judge
+    models, max_tokens = _roles(cfg, parts)
+    prices = _prices(cfg, parts)
     totals: dict[str, dict[str, Any]] = {
         role: {
             "model": m,
@@ -41,7 +80,9 @@ def dry_run(cfg: DictConfig, parts: Components, episodes: Sequence[Episode]) -> 
         reqs += judge.estimate_requests(ep, cfg.prompts.dir)
         for r in reqs:
             t = totals[r.role]
-            p, c, cost = estimate_call(t["model"], r.messages, r.image_sizes, max_tokens[r.role])
+            p, c, cost = estimate_call(
+                t["model"], r.messages, r.image_sizes, max_tokens[r.role], prices[r.role]
+            )
             t["requests"] += 1
             t["prompt_tokens"] += p
             t["completion_tokens"] += c
@@ -65,6 +106,23 @@ def dry_run(cfg: DictConfig, parts: Components, episodes: Sequence[Episode]) -> 
             f"  {role:6s} {t['model']}: {t['requests']} requests, "
             f"{t['prompt_tokens']:,} prompt tokens ({t['images']} images), "
             f"≤{t['completion_tokens']:,} completion tokens, est. cost {cost_text}"
+        )
+    cap = cfg.run.get("max_cost_usd")
+    if cap:
+        known = [t["cost_usd"] for t in totals.values() if t["cost_usd"] is not None]
+        unknown = [r for r, t in totals.items() if t["cost_usd"] is None]
+        projected = sum(known)
+        n = len(episodes)
+        verdict = (
+            "within the cap"
+            if projected <= cap
+            else f"over the cap: the run will stop after about {int(n * cap / projected)} of {n}"
+            " episodes"
+        )
+        note = f" (+ unpriced {', '.join(unknown)} calls)" if unknown else ""
+        lines.append(
+            f"  projected cost ${projected:.4f}{note} against run.max_cost_usd=${cap:.2f}: "
+            + verdict
         )
     if problems:
         lines.append(f"  {len(problems)} episode(s) could not be estimated, e.g. {problems[0]}")

@@ -114,4 +114,6 @@ async def run_episode(ep: Episode, run: RunContext) -> EpisodeRecord:
 
 
 def _safe_name(s: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in s)[:120]
+    from eqa_runner.records import artifact_name
+
+    return artifact_name(s)

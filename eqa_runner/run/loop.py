@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -21,8 +22,17 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from eqa_runner.errors import DataError, RunDirError
-from eqa_runner.records import EPISODES_FILE, RecordWriter, RunLock, final_records, read_records
+from eqa_runner.errors import ConfigSecretError, DataError, RunDirError, UserError
+from eqa_runner.llm import LLMClient
+from eqa_runner.llm.secrets import screen_values
+from eqa_runner.records import (
+    EPISODES_FILE,
+    LOCK_FILE,
+    RecordWriter,
+    RunLock,
+    final_records,
+    read_records,
+)
 from eqa_runner.run.build import (
     build,
     build_components,
@@ -31,10 +41,31 @@ from eqa_runner.run.build import (
     resolve_output_dir,
 )
 from eqa_runner.run.context import Components, EpisodeSettings, RunContext
+from eqa_runner.run.cost_cap import CostCap
 from eqa_runner.run.dry_run import dry_run
 from eqa_runner.run.episode import run_episode
+from eqa_runner.run.provenance import PROVENANCE_FILE, check_same_config
+from eqa_runner.run.rundir import (
+    check_cache_dir,
+    check_prompts_dir,
+    check_writable_dir,
+    config_container,
+    label_run_dir,
+    os_error_line,
+    release_run_log,
+)
 from eqa_runner.run.selection import select_episodes
+from eqa_runner.run.stop import (
+    EXIT_COST_CAP,
+    EXIT_EPISODES_FAILED,
+    EXIT_OK,
+    EXIT_USER_ERROR,
+    Stopper,
+    resume_command,
+    signals_stop,
+)
 from eqa_runner.run.summary import write_summary
+from eqa_runner.schema import check_config
 from eqa_runner.types import Episode, EpisodeRecord
 
 __all__ = ["build", "run"]
@@ -43,21 +74,64 @@ log = logging.getLogger(__name__)
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
-    """Run one configuration; returns the headline metrics (the sweep objective)."""
+    """Run one configuration; returns the headline metrics (the sweep objective) and the
+    process ``exit_code`` (:mod:`eqa_runner.run.stop`).
+
+    Every check that can refuse the start runs before anything is written to the run dir
+    (docs/reliability.md): secrets, values, choices, selection, data, credentials, prices,
+    the run dir and cache dir, the recorded config; then the dir is labelled and episodes run.
+    """
+    container = config_container(cfg)
+    refusal = screen_values(container)
+    if refusal:
+        raise ConfigSecretError(refusal)
+    check_config(cfg)  # a sweep job's own values (a single run's were checked before)
     parts = build_components(cfg)
-    episodes = select_episodes(parts.task.load_episodes(), cfg.run)
+    episodes = select_episodes(parts.task.load_episodes(), cfg.run, cfg.task)
+    check_prompts_dir(cfg)
     if cfg.run.dry_run:
-        return dry_run(cfg, parts, episodes)
+        return {**dry_run(cfg, parts, episodes), "exit_code": EXIT_OK}
     if cfg.task.get("check_data", True):
         _check_data(parts, episodes)
     out_dir = resolve_output_dir(cfg)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    check_writable_dir(out_dir, key=_dir_key(cfg))
+    check_cache_dir(cfg)
+    check_same_config(out_dir, container)  # before anything is written
+    _existing_records(cfg, out_dir / EPISODES_FILE)  # refused unless resuming
     if any(str(m) != "offline" for m in (cfg.llm.model, parts.judge.llm_overrides.get("model"))):
         from eqa_runner.llm import load_litellm
 
         threading.Thread(target=load_litellm, daemon=True).start()  # overlap the slow import
-    with RunLock(out_dir):
-        return _run_locked(cfg, parts, episodes, out_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise RunDirError(os_error_line(out_dir, e, f"pick another {_dir_key(cfg)}")) from None
+    lock_file = out_dir / LOCK_FILE
+    had_lock_file = lock_file.exists()
+    try:
+        with RunLock(out_dir):  # before the slower checks: a second process is refused at once
+            check_same_config(out_dir, container)  # again under the lock (a concurrent start)
+            prompts = {**parts.policy.prompts(cfg.prompts.dir),
+                       **parts.judge.prompts(cfg.prompts.dir)}  # fmt: skip
+            salt = {name: str(p["sha256"]) for name, p in prompts.items()}
+            clients = llm_clients(cfg, parts.judge, salt)
+            cap = CostCap.from_cfg(cfg, parts, clients) if cfg.run.get("max_cost_usd") else None
+            try:
+                label_run_dir(out_dir, cfg, container)
+            except OSError as e:
+                raise RunDirError(
+                    os_error_line(out_dir, e, "free space or fix permissions")
+                ) from None
+            release_run_log(keep=True)
+            return _run_locked(cfg, parts, episodes, out_dir, prompts, clients, cap)
+    except UserError:
+        if not had_lock_file and not (out_dir / PROVENANCE_FILE).exists():
+            lock_file.unlink(missing_ok=True)  # a refused start leaves the dir as it was
+        raise
+
+
+def _dir_key(cfg: DictConfig) -> str:
+    return "run.output_dir" if cfg.run.get("output_dir") else "hydra.run.dir"
 
 
 def _check_data(parts: Components, episodes: Sequence[Episode]) -> None:
@@ -93,15 +167,20 @@ def _existing_records(cfg: DictConfig, jsonl: Path) -> dict[str, EpisodeRecord]:
 
 
 def _run_locked(
-    cfg: DictConfig, parts: Components, episodes: list[Episode], out_dir: Path
+    cfg: DictConfig,
+    parts: Components,
+    episodes: list[Episode],
+    out_dir: Path,
+    prompts: dict[str, dict[str, object]],
+    clients: tuple[LLMClient, LLMClient],
+    cap: CostCap | None,
 ) -> dict[str, Any]:
     jsonl = out_dir / EPISODES_FILE
-    final = _existing_records(cfg, jsonl)
+    all_lines = read_records(jsonl)
+    final = final_records(all_lines)
     done = {eid for eid, r in final.items() if r["status"] == "ok"}
     todo = [e for e in episodes if e.episode_id not in done]
-    prompts = {**parts.policy.prompts(cfg.prompts.dir), **parts.judge.prompts(cfg.prompts.dir)}
-    salt = {name: str(p["sha256"]) for name, p in prompts.items()}
-    policy_llm, judge_llm = llm_clients(cfg, parts.judge, salt)
+    policy_llm, judge_llm = clients
     log.info(
         "%d episodes selected, %d already ok, %d to run -> %s",
         len(episodes),
@@ -115,6 +194,10 @@ def _run_locked(
         if r["status"] == "ok" and r["judge_ok"]
         and (v := parts.judge.progress_value(r["metrics"])) is not None
     ]  # fmt: skip
+    if cap is not None:
+        cap.spent = sum(float(r["usage"]["cost_usd"] or 0.0) for r in all_lines)
+    stopper = Stopper()
+    write_error: list[OSError] = []
     with ExitStack() as stack:  # unwound in reverse: writer, policy, pool, simulator
         sim = build_sim(cfg) if parts.policy.needs_sim else None
         if sim is not None:
@@ -136,16 +219,71 @@ def _run_locked(
         )
         stack.enter_context(parts.policy.opened(ctx.policy_resources()))
         writer = stack.enter_context(RecordWriter(jsonl))
-        asyncio.run(_execute(ctx, todo, writer, (sum(progress), len(progress))))
-    return write_summary(ctx.summary_inputs())
+        with signals_stop(stopper):
+            asyncio.run(
+                _execute(
+                    ctx, todo, writer, (sum(progress), len(progress)), stopper, cap, write_error
+                )
+            )
+    if write_error:  # e.g. a full disk: what was written stays, the rest runs on resume
+        e = write_error[0]
+        try:  # a partial summary if it fits; the records' write error is what to report
+            _try_summary(ctx)
+        except RunDirError as summary_error:
+            log.warning("partial summary not written: %s", summary_error)
+        print(f"[eqa_runner] resume with: {resume_command(out_dir)}", file=sys.stderr, flush=True)
+        raise RunDirError(
+            os_error_line(jsonl, e, "free space (or fix the permissions), then resume")
+        )
+    result = _try_summary(ctx)
+    counts = result.get("counts") or {}
+    if stopper.stopped:
+        code = stopper.exit_code
+        keys = (
+            {"run.max_cost_usd": f"{cap.suggest():.2f}"} if cap and code == EXIT_COST_CAP else None
+        )
+        why = stopper.reason or "stopped"
+        if cap is not None and code == EXIT_COST_CAP:
+            why += f" (spent ${cap.spent:.4f} of ${cap.cap:.2f})"
+        n_rec = counts.get("recorded", "?")
+        line = (
+            f"[eqa_runner] {why}: {n_rec}/{len(episodes)} episodes recorded; "
+            f"resume with: {resume_command(out_dir, set_keys=keys)}"
+        )
+        print(line, file=sys.stderr, flush=True)
+    elif counts.get("error") or counts.get("missing"):
+        code = EXIT_EPISODES_FAILED
+    else:
+        code = EXIT_OK
+    return {**result, "exit_code": code}
+
+
+def _try_summary(ctx: RunContext) -> dict[str, Any]:
+    try:
+        return write_summary(ctx.summary_inputs())
+    except OSError as e:
+        raise RunDirError(
+            os_error_line(ctx.out_dir, e, "free space or fix permissions, then resume")
+        ) from None
 
 
 async def _execute(
-    ctx: RunContext, todo: list[Episode], writer: RecordWriter, progress: tuple[float, int]
+    ctx: RunContext,
+    todo: list[Episode],
+    writer: RecordWriter,
+    progress: tuple[float, int],
+    stopper: Stopper,
+    cap: CostCap | None,
+    write_error: list[OSError],
 ) -> None:
-    """Run ``todo`` with ``run.workers`` episodes at a time; one record each, a progress bar."""
+    """Run ``todo`` with ``run.workers`` episodes at a time; one record each, a progress bar.
+
+    Episodes are started one at a time while a worker is free and the run was not stopped
+    (a signal, the cost cap, a failed write); a stop by signal also cancels the episodes in
+    flight (no record: they run again on resume)."""
     from tqdm import tqdm
 
+    stopper.attach(asyncio.get_running_loop())
     sem = asyncio.Semaphore(ctx.workers)
     already = len(ctx.episodes) - len(todo)
     counts = {"ok": already, "err": 0}
@@ -159,10 +297,23 @@ async def _execute(
         mininterval=0.5,
     )
 
-    async def one(ep: Episode) -> None:
-        async with sem:
+    async def one(ep: Episode, estimate: float) -> None:
+        try:
             rec = await run_episode(ep, ctx)
-        writer.write(rec)
+        finally:
+            sem.release()
+            if cap is not None:
+                cap.in_flight -= estimate
+        if cap is not None:
+            cap.finished(float(rec["usage"]["cost_usd"] or 0.0))
+        if write_error:
+            return
+        try:
+            writer.write(rec)
+        except OSError as e:
+            write_error.append(e)
+            stopper.stop(f"cannot write {writer.path}", EXIT_USER_ERROR, cancel=True)
+            return
         counts["ok" if rec["status"] == "ok" else "err"] += 1
         nonlocal running_sum, running_n
         if rec["status"] == "ok" and rec["judge_ok"]:
@@ -177,7 +328,28 @@ async def _execute(
         )
         bar.update(1)
 
+    tasks: list[asyncio.Task[None]] = []
     try:
-        await asyncio.gather(*(one(e) for e in todo))
+        for i, ep in enumerate(todo):
+            await sem.acquire()
+            if stopper.stopped:
+                sem.release()
+                break
+            estimate = 0.0
+            if cap is not None:
+                estimate = cap.estimate(ep)
+                if not cap.may_start(estimate):
+                    cap.remember_left(todo[i:])
+                    sem.release()
+                    stopper.stop("stopped at the cost cap run.max_cost_usd", EXIT_COST_CAP)
+                    break
+                cap.in_flight += estimate
+            task = asyncio.create_task(one(ep, estimate))
+            stopper.track(task)
+            tasks.append(task)
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        for r in results:
+            if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError):
+                raise r
     finally:
         bar.close()

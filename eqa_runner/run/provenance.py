@@ -58,6 +58,8 @@ PLUMBING_KEYS: tuple[str, ...] = (
     "*.backoff_max_s",
     "*.max_concurrent_calls",
     "*.transport",
+    "*.input_usd_per_mtok",
+    "*.output_usd_per_mtok",
     "hydra.*",
 )
 
@@ -125,9 +127,11 @@ def check_same_config(run_dir: Path, config: Mapping[str, Any]) -> None:
     old = read_provenance(run_dir)
     if old is None or old["fingerprint"] == fingerprint(config):
         return
-    diff = differing_keys(old.get("config") or {}, result_config(config))
+    before, now = old.get("config") or {}, result_config(config)
+    diff = differing_keys(before, now)
     shown = ", ".join(
-        f"{k}: {_short(old.get('config', {}).get(k))} -> {_short(result_config(config).get(k))}"
+        f"{k}: {_short(before[k]) if k in before else 'unset'} -> "
+        f"{_short(now[k]) if k in now else 'unset'}"
         for k in diff[:5]
     )
     more = f" (+{len(diff) - 5} more)" if len(diff) > 5 else ""
@@ -143,5 +147,5 @@ def provenance_record(config: Mapping[str, Any], **extra: Any) -> dict[str, Any]
 
 
 def _short(v: Any, n: int = 40) -> str:
-    s = json.dumps(v, default=str) if v is not None else "unset"
+    s = json.dumps(v, default=str)
     return s if len(s) <= n else s[: n - 1] + "…"

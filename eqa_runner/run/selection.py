@@ -48,10 +48,43 @@ def parse_shard(shard: str | None) -> tuple[int, int] | None:
     return i, n
 
 
-def select_episodes(episodes: Sequence[Episode], run: DictConfig) -> list[Episode]:
-    """Apply ``run.episodes`` (ids / file), ``run.limit`` and ``run.shard`` in that order."""
+def _task_filters(task: DictConfig | None) -> str:
+    """The task's own filters that are set (``task.categories=[...]``), for an error message."""
+    if task is None:
+        return ""
+    set_ = [f"task.{k}={_show(task.get(k))}" for k in ("categories", "subset", "scenes", "types")
+            if task.get(k) not in (None, [], "")]  # fmt: skip
+    return ", ".join(set_)
+
+
+def _show(v: Any) -> str:
+    if OmegaConf.is_config(v):
+        v = OmegaConf.to_container(v, resolve=True)
+    return json.dumps(v) if isinstance(v, (list, dict)) else str(v)
+
+
+def select_episodes(
+    episodes: Sequence[Episode], run: DictConfig, task: DictConfig | None = None
+) -> list[Episode]:
+    """Apply ``run.episodes`` (ids / file), ``run.limit`` and ``run.shard`` in that order.
+
+    An empty selection is an error naming the filter that emptied it (a run of nothing would
+    exit 0 with nothing to show)."""
     eps = list(episodes)
-    wanted = _read_ids(run.get("episodes"))
+    if not eps:
+        filters = _task_filters(task)
+        raise ConfigError(
+            f"no episodes selected: {filters} matched no question of the data"
+            if filters
+            else "no episodes selected: the task's question file holds none"
+        )
+    spec = run.get("episodes")
+    wanted = _read_ids(spec)
+    if spec is not None and not wanted:
+        raise ConfigError(
+            f"run.episodes={_show(spec)}: an empty episode list selects nothing; "
+            "leave run.episodes unset (null) to run every episode."
+        )
     if wanted:
         by_id = {e.episode_id: e for e in eps}
         unknown = [w for w in wanted if w not in by_id]
@@ -63,9 +96,16 @@ def select_episodes(episodes: Sequence[Episode], run: DictConfig) -> list[Episod
         keep = set(wanted)
         eps = [e for e in eps if e.episode_id in keep]
     if run.get("limit") is not None:
+        if int(run.limit) < 1:
+            raise ConfigError(f"run.limit={run.limit}: selects no episode; must be >= 1 (or null)")
         eps = eps[: int(run.limit)]
     shard = parse_shard(run.get("shard"))
     if shard:
         i, n = shard
         eps = eps[i::n]
+        if not eps:
+            raise ConfigError(
+                f"run.shard={run.shard}: this shard is empty ({n} shards of a selection smaller "
+                f"than {n}); use fewer shards"
+            )
     return eps

@@ -16,6 +16,7 @@ from typing import Any, Literal, cast
 from omegaconf import DictConfig, OmegaConf
 
 from eqa_runner import __version__
+from eqa_runner.llm.secrets import strip_urls
 from eqa_runner.records import (
     EPISODES_FILE,
     SUMMARY_FILE,
@@ -139,7 +140,7 @@ def build_summary(
             "strictly paper-comparable; use `python -m eqa_runner.data fetch` + prompts.dir"
         ),
         "versions": versions(),
-        "config": scrub(config),
+        "config": strip_urls(scrub(config)),
     }
     errors: dict[str, int] = {}
     for r in recs:
@@ -233,9 +234,11 @@ def write_summary(
         f"[eqa_runner] {c['ok']}/{c['selected']} ok, {c['error']} error, "
         f"{c['judge_unparsable']} unparsable; "
         + ", ".join(f"{k}={'-' if v is None else f'{v:.2f}'}" for k, v in head.items())
-        + f"\n[eqa_runner] results: {out_dir}",
+        + f"\n[eqa_runner] results: {out_dir}"
+        + (f"\n[eqa_runner] note: {summary['offline_warning']}" if "offline_warning" in summary
+           else ""),
         flush=True,
-    )
+    )  # fmt: skip
     return {"counts": c, **head}
 
 

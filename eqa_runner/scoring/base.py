@@ -19,6 +19,8 @@ JUDGE_LLM_KEYS = (
     "api_base",
     "api_key_env",
     "api_key",
+    "input_usd_per_mtok",
+    "output_usd_per_mtok",
 )
 
 

@@ -28,6 +28,9 @@ class JudgeConfig:
     api_base: str | None = None
     api_key_env: str | None = None  # NAME of the environment variable holding the key
     api_key: str | None = None  # always refused: keys never go in configs (use api_key_env)
+    # an explicit price (USD per million tokens) for a model litellm has no price for
+    input_usd_per_mtok: float | None = bounded(None, ge=0)
+    output_usd_per_mtok: float | None = bounded(None, ge=0)
     reask_unparsable: bool = True  # ask once more when the reply cannot be parsed
 
 

@@ -187,10 +187,11 @@ class AEQATask(Task):
         simulator: str = "eqa_runner.sim.mesh.MeshSimulator",  # the config: ${sim._target_}
         name: str = AEQATaskConfig.name,
         policies: Sequence[str] = AEQA_POLICIES,
+        judges: Sequence[str] = (),  # judges whose metrics fit (checked by the run at start)
     ) -> None:
         if split not in AEQA_SPLITS:
             raise DataError(f"task.split={split!r}: expected one of {', '.join(AEQA_SPLITS)}.")
-        self.name, self.policies = name, tuple(policies)
+        self.name, self.policies, self.judges = name, tuple(policies), tuple(judges)
         self.split, self.check_data = split, check_data
         self.data_dir = Path(data_dir)
         self.poses_file = Path(poses_file or self.data_dir / POSES_FILE)

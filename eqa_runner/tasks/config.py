@@ -25,6 +25,7 @@ class TaskConfig:
     _target_: str = MISSING
     name: str = MISSING
     policies: list[str] = MISSING  # the policies that can run this task
+    judges: list[str] = field(default_factory=list)  # judges whose metrics fit it (run-checked)
     data_dir: str = MISSING
     questions_file: str | None = None  # default: a file in data_dir
     split: str = "all"
@@ -37,6 +38,7 @@ class OpenEQATaskConfig(TaskConfig):
 
     name: str = "openeqa_em"
     policies: list[str] = field(default_factory=lambda: list(OPENEQA_POLICIES))
+    judges: list[str] = field(default_factory=lambda: ["llm_match"])
     data_dir: str = "${oc.env:OPENEQA_DATA_DIR,data/openeqa}"
     episodes_dir: str | None = None  # default: <data_dir>/episodes
     split: str = one_of("all", OPENEQA_SPLITS)
@@ -51,6 +53,7 @@ class ExpressTaskConfig(TaskConfig):
 
     name: str = "express"
     policies: list[str] = field(default_factory=lambda: list(EXPRESS_POLICIES))
+    judges: list[str] = field(default_factory=lambda: ["eac"])
     data_dir: str = "${oc.env:EXPRESS_DATA_DIR,data/express}"
     scenes_dir: str | None = None  # default: <data_dir>/scenes (<split>/<NNNNN-id>/<id>.*)
     split: str = one_of("all", EXPRESS_SPLITS)
@@ -69,6 +72,7 @@ class HMEQATaskConfig(TaskConfig):
 
     name: str = "hmeqa"
     policies: list[str] = field(default_factory=lambda: list(HMEQA_POLICIES))
+    judges: list[str] = field(default_factory=lambda: ["hmeqa"])
     data_dir: str = "${oc.env:HMEQA_DATA_DIR,data/hmeqa}"
     poses_file: str | None = None  # default: <data_dir>/scene_init_poses.csv
     scenes_dir: str | None = None  # default: <data_dir>/scenes (<NNNNN-id>/<id>.basis.glb)
@@ -88,6 +92,7 @@ class AEQATaskConfig(TaskConfig):
 
     name: str = "aeqa"
     policies: list[str] = field(default_factory=lambda: list(AEQA_POLICIES))
+    judges: list[str] = field(default_factory=lambda: ["aeqa"])
     data_dir: str = "${oc.env:AEQA_DATA_DIR,data/aeqa}"
     # questions_file: default the pose file; or an ids-only list (open-eqa-v0-184-questions.json)
     openeqa_file: str | None = None  # default: <data_dir>/open-eqa-v0.json (ids-only shape)

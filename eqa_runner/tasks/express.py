@@ -205,9 +205,11 @@ class ExpressTask(Task):
         simulator: str = "eqa_runner.sim.mesh.MeshSimulator",  # the config: ${sim._target_}
         name: str = ExpressTaskConfig.name,
         policies: Sequence[str] = EXPRESS_POLICIES,
+        judges: Sequence[str] = (),  # judges whose metrics fit (checked by the run at start)
     ) -> None:
         self.name = name
         self.policies = tuple(policies)
+        self.judges = tuple(judges)
         self.data_dir = Path(data_dir)
         self.questions_file = (
             Path(questions_file) if questions_file else (self.data_dir / QUESTIONS_FILE)

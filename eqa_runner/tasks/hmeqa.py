@@ -211,12 +211,13 @@ class HMEQATask(Task):
         simulator: str = "eqa_runner.sim.mesh.MeshSimulator",  # the config: ${sim._target_}
         name: str = Schema.name,
         policies: Sequence[str] = HMEQA_POLICIES,
+        judges: Sequence[str] = (),  # judges whose metrics fit (checked by the run at start)
         split: str = Schema.split,
         check_data: bool = Schema.check_data,
     ) -> None:
         if split != "all":
             raise DataError(f"task.split={split!r}: HM-EQA has one set of questions (all).")
-        self.name, self.policies = name, tuple(policies)
+        self.name, self.policies, self.judges = name, tuple(policies), tuple(judges)
         self.check_data = check_data
         self.data_dir = Path(data_dir)
         self.questions_file = Path(questions_file or self.data_dir / QUESTIONS_FILE)

@@ -169,9 +169,11 @@ class OpenEQATask(Task):
         allow_unknown_categories: bool = Schema.allow_unknown_categories,
         name: str = Schema.name,
         policies: Sequence[str] = OPENEQA_POLICIES,
+        judges: Sequence[str] = (),  # judges whose metrics fit (checked by the run at start)
     ) -> None:
         self.name = name
         self.policies = tuple(policies)
+        self.judges = tuple(judges)
         self.data_dir = Path(data_dir)
         self.questions_file = (
             Path(questions_file) if questions_file else (self.data_dir / QUESTIONS_FILE)

@@ -103,7 +103,12 @@ def test_answer_step_applies_the_selected_rule_without_a_model():
 def test_task_config_selects_protocol_judge_and_camera(compose_cfg):
     cfg = compose_cfg(["task=hmeqa", "policy=fbe"])
     assert cfg.protocol._target_.endswith("HMEQAProtocol") and cfg.protocol.answer_rule == "max"
-    assert cfg.judge.name == "hmeqa" and cfg.task.policies == ["re", "fbe", "vlm_explore", "vlm_waypoint"]
+    assert cfg.judge.name == "hmeqa" and cfg.task.policies == [
+        "re",
+        "fbe",
+        "vlm_explore",
+        "vlm_waypoint",
+    ]
     assert (cfg.sim.width, cfg.sim.height, cfg.sim.hfov_deg) == (640, 480, 120.0)
     assert (cfg.sim.tilt_deg, cfg.sim.sensor_height_m) == (-30.0, 1.299)
     assert compose_cfg(["task=hmeqa", "sim.hfov_deg=90"]).sim.hfov_deg == 90.0  # overrides win

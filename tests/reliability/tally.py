@@ -7,6 +7,8 @@ TALLY: dict[str, int] = {
     "crashes survived": 0,
     "bad inputs tried": 0,
     "episodes lost": 0,
+    "keys leaked": 0,
+    "runs mislabelled": 0,
 }
 
 

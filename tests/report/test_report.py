@@ -62,7 +62,7 @@ def test_compare_2x2_sweep_shows_only_swept_keys(env, tmp_path, capsys):
     sweep = _sweep(env, tmp_path / "sweep")
     runs = load_runs([sweep])
     table = compare_table(runs, pick_baseline(runs, "1"))
-    assert list(table.columns) == ["policy", "llm.model", "llm_match", "Δ llm_match"]
+    assert list(table.columns) == ["policy", "llm.model", "n", "llm_match", "Δ llm_match"]
     assert table["policy"].tolist() == ["blind", "blind", "single", "single"]
     assert table["llm.model"].tolist() == ["openai/model-a", "openai/model-b"] * 2
     assert table["llm_match"].str.startswith("100.0").tolist() == [True, False, True, False]
@@ -71,7 +71,7 @@ def test_compare_2x2_sweep_shows_only_swept_keys(env, tmp_path, capsys):
     csv = tmp_path / "cmp.csv"
     assert report_main([str(sweep), "--compare", "--csv", str(csv), "--by", "category"]) == 0
     out = capsys.readouterr().out
-    assert "| policy | llm.model      | llm_match            | Δ llm_match |" in out
+    assert "| policy | llm.model      |  n | llm_match            | Δ llm_match |" in out
     assert "by category:" in out and "policy=single, llm.model=openai/model-b" in out
     assert csv.is_file() and "llm_match" in csv.read_text().splitlines()[0]
 

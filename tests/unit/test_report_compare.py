@@ -16,7 +16,7 @@ def _run(name: str, mean: float) -> Run:
 
 def test_identical_configs_are_told_apart_by_run_dir() -> None:
     df = compare_table([_run("a", 40.0), _run("b", 42.5)], baseline=0)
-    assert list(df.columns) == ["run", "llm_match", "Δ llm_match"]
+    assert list(df.columns) == ["run", "n", "llm_match", "Δ llm_match"]
     assert list(df["run"]) == ["a", "b"]
     assert list(df["Δ llm_match"]) == ["(baseline)", "+2.5"]
 
