@@ -18,6 +18,7 @@ import argparse
 import json
 import sys
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -180,33 +181,7 @@ def check_express(
     qfile = Path(questions_file) if questions_file else data_dir / QUESTIONS_FILE
     scenes_dir = Path(scenes_dir) if scenes_dir else data_dir / "scenes"
     eps = load_questions(qfile)
-    rep = CheckReport("express", questions=len(eps))
-    by_scene: dict[str, list] = defaultdict(list)
-    for e in eps:
-        by_scene[e.scene].append(e)
-    rep.items = len(by_scene)
-    for scene in sorted(by_scene):
-        sub = by_scene[scene][0].meta.get("split", "all")
-        st = rep.stats.setdefault(sub, {"expected": 0, "present": 0, "questions": 0})
-        st["expected"] += 1
-        st["questions"] += len(by_scene[scene])
-        ply = _find(scenes_dir, scene, DEMO_MESH_SUFFIXES)
-        glb = _find(scenes_dir, scene, GLB_SUFFIXES)
-        nav = _find(scenes_dir, scene, NAVMESH_SUFFIXES)
-        demo = _find(scenes_dir, scene, (".scene.json",))  # demo apartment: navmesh baked at load
-        files = [ply] if ply and not glb else [glb] if glb and demo and not nav else [glb, nav]
-        if not all(files):
-            what = "mesh (.basis.glb)" if not glb else "navmesh (.basis.navmesh)"
-            rep.missing.append(
-                f"scene {scene}: no {what} under {scenes_dir} ({len(by_scene[scene])} questions)"
-            )
-            continue
-        empty = [str(p) for p in files if p is not None and p.stat().st_size == 0]
-        if empty:
-            rep.broken.extend(f"{p}: empty file" for p in empty)
-            continue
-        st["present"] += 1
-    return rep
+    return check_express_scenes(scenes_dir, eps, "express", lambda e: e.meta.get("split", "all"))
 
 
 # ----------------------------------------------------------------------------- HM-EQA
@@ -349,21 +324,29 @@ def check_aeqa(
     return rep
 
 
-def check_express_scenes(scenes_dir: Path, eps: list) -> CheckReport:
-    """The scene part of :func:`check_express` for any episodes with HM3D scene ids."""
-    rep = CheckReport("aeqa", questions=len(eps))
+def check_express_scenes(
+    scenes_dir: Path,
+    eps: list,
+    benchmark: str = "aeqa",
+    subset: Callable[[Any], str] = lambda e: "hm3d",
+) -> CheckReport:
+    """Every episode's HM3D scene has a ``.glb`` + ``.navmesh`` (or a demo ``.glb``/``.ply`` with
+    its ``.scene.json``: the navmesh is baked at load), non-empty; counted per ``subset``."""
+    rep = CheckReport(benchmark, questions=len(eps))
     by_scene: dict[str, list] = defaultdict(list)
     for e in eps:
         by_scene[e.scene].append(e)
     rep.items = len(by_scene)
     for scene in sorted(by_scene):
-        st = rep.stats.setdefault("hm3d", {"expected": 0, "present": 0, "questions": 0})
+        st = rep.stats.setdefault(
+            subset(by_scene[scene][0]), {"expected": 0, "present": 0, "questions": 0}
+        )
         st["expected"] += 1
         st["questions"] += len(by_scene[scene])
         ply = _find(scenes_dir, scene, DEMO_MESH_SUFFIXES)
         glb = _find(scenes_dir, scene, GLB_SUFFIXES)
         nav = _find(scenes_dir, scene, NAVMESH_SUFFIXES)
-        demo = _find(scenes_dir, scene, (".scene.json",))
+        demo = _find(scenes_dir, scene, (".scene.json",))  # demo apartment: navmesh baked at load
         files = [ply] if ply and not glb else [glb] if glb and demo and not nav else [glb, nav]
         if not all(files):
             what = "mesh (.basis.glb)" if not glb else "navmesh (.basis.navmesh)"
