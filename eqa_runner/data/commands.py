@@ -171,7 +171,10 @@ def _find(scenes_dir: Path, scene: str, suffixes: tuple[str, ...]) -> Path | Non
 
 
 def check_express(
-    data_dir: Path, questions_file: Path | None = None, scenes_dir: Path | None = None
+    data_dir: Path,
+    questions_file: Path | None = None,
+    scenes_dir: Path | None = None,
+    poses: bool = False,
 ) -> CheckReport:
     """Every question's scene has a ``.glb`` + ``.navmesh`` (or a demo ``.glb``/``.ply`` with its
     ``.scene.json``: the navmesh is baked at load), non-empty."""
@@ -181,7 +184,33 @@ def check_express(
     qfile = Path(questions_file) if questions_file else data_dir / QUESTIONS_FILE
     scenes_dir = Path(scenes_dir) if scenes_dir else data_dir / "scenes"
     eps = load_questions(qfile)
-    return check_express_scenes(scenes_dir, eps, "express", lambda e: e.meta.get("split", "all"))
+    rep = check_express_scenes(scenes_dir, eps, "express", lambda e: e.meta.get("split", "all"))
+    if poses and not rep.missing and not rep.broken:
+        rep.broken += off_floor_poses(scenes_dir, eps)
+    return rep
+
+
+def off_floor_poses(scenes_dir: Path, eps: list) -> list[str]:
+    """Starts and goals farther than ``OFF_FLOOR_M`` from the navigable floor, with the
+    distance (each scene loaded once in the mesh backend, as a run would place the agent)."""
+    from eqa_runner.policies.explore import OFF_FLOOR_M, floor_distance
+    from eqa_runner.sim.mesh import MeshSimulator
+
+    sim = MeshSimulator(width=8, height=8)
+    out: list[str] = []
+    for scene in sorted({e.scene for e in eps}):
+        sim.load_scene(sim.resolve_scene(scenes_dir, scene))
+        for e in (e for e in eps if e.scene == scene):
+            for what in ("start_position", "goal_position"):
+                p = e.meta.get(what)
+                if p is None:
+                    continue
+                d, exact = floor_distance(sim, p)
+                if d > OFF_FLOOR_M or not exact:
+                    far = f"{d:.2f} m" if exact else f"at least {d:.2f} m"
+                    out.append(f"episode {e.episode_id}: {what} {p} is {far} off the floor")
+    sim.close()
+    return out
 
 
 # ----------------------------------------------------------------------------- HM-EQA
@@ -592,7 +621,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         elif args.benchmark == "aeqa":
             rep = check_aeqa(Path(args.data_dir), args.questions_file, args.scenes_dir)
         else:
-            rep = check_express(Path(args.data_dir), args.questions_file, args.scenes_dir)
+            rep = check_express(
+                Path(args.data_dir), args.questions_file, args.scenes_dir, poses=args.poses
+            )
     except DataError as e:
         print(f"FAILED: {e}")
         return 1
@@ -643,6 +674,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--scenes-dir", type=Path, default=None, help="EXPRESS, HM-EQA, A-EQA: <data-dir>/scenes"
     )
     c.add_argument("--subset", choices=["hm3d", "scannet"], default=None)
+    c.add_argument(
+        "--poses",
+        action="store_true",
+        help="EXPRESS: also load every scene and list starts/goals off the navigable floor",
+    )
     return ap
 
 

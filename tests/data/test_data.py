@@ -217,3 +217,23 @@ def test_check_decodes_every_frame_like_a_run(upstream, tmp_path):
     frame.write_bytes(frame.read_bytes()[:60])  # signature + IHDR intact, pixel data cut
     rep = datacmd.check_openeqa(dest, subset="hm3d")
     assert [b for b in rep.broken if "00001-rgb.png: undecodable" in b], rep.broken
+
+
+def test_check_express_poses_lists_starts_off_the_floor(express_demo, tmp_path, capsys):
+    """`data check express --poses` names each start or goal off the navigable floor, with
+    the distance (a run would record that episode as an OffFloorError)."""
+    import json
+    import shutil
+
+    demo = Path(shutil.copytree(express_demo, tmp_path / "express"))
+    (qfile,) = demo.glob("*.json")
+    recs = json.loads(qfile.read_text())
+    key = "start_position" if "start_position" in recs[0] else "position"
+    recs[0][key] = [recs[0][key][0], recs[0][key][1] + 25.0, recs[0][key][2]]
+    qfile.write_text(json.dumps(recs))
+    assert datacmd.main(["check", "express", "--data-dir", str(demo)]) == 0  # files only
+    assert datacmd.main(["check", "express", "--data-dir", str(demo), "--poses"]) == 1
+    out = capsys.readouterr().out
+    eid = str(recs[0].get("episode_id") or recs[0].get("question_id"))
+    assert f"episode {eid}: start_position" in out and "off the floor" in out
+    assert out.count("off the floor") == 1
