@@ -51,6 +51,11 @@ def test_multiframe_run_with_faults_then_cached_rerun(tmp_path, compose_cfg, llm
     summary = json.loads((tmp_path / "r1" / "summary.json").read_text())
     assert summary["headline"]["llm_match"]["mean"] == pytest.approx(75.0)
     assert summary["models"]["judge"] == "openai/test-judge"
+    # adaptive concurrency per endpoint is recorded, with its URL
+    eps = {e["model"]: e for e in summary["endpoints"]}
+    assert {"openai/test-model", "openai/test-judge"} <= set(eps)
+    assert all(e["peak_in_flight"] >= 1 and e["limit"] >= 1 for e in eps.values())
+    assert all(e["endpoint"].startswith("http://127.0.0.1") for e in eps.values())
 
     llm_server.reset()
     llm_server.configure(fault_rate=0.0)

@@ -157,6 +157,19 @@ def endpoint_stats() -> dict[str, dict[str, float]]:
     return {f"{endpoint} {model}": lim.snapshot() for (endpoint, model), lim in LAST.items()}
 
 
+def endpoint_summary() -> list[dict[str, Any]]:
+    """:func:`endpoint_stats` for the summary: one entry per endpoint and model called in this
+    process (the limit it ended at, peak calls in flight, 429s, timeouts, decreases); endpoint
+    URLs without user-info."""
+    from eqa_runner.llm.adaptive import LAST
+    from eqa_runner.llm.secrets import strip_userinfo
+
+    return [
+        {"endpoint": strip_userinfo(endpoint), "model": model, **lim.snapshot()}
+        for (endpoint, model), lim in sorted(LAST.items())
+    ]
+
+
 _CALL_POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 

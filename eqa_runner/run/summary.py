@@ -16,6 +16,7 @@ from typing import Any, Literal, cast
 from omegaconf import DictConfig, OmegaConf
 
 from eqa_runner import __version__
+from eqa_runner.llm.client import endpoint_summary
 from eqa_runner.llm.secrets import strip_urls
 from eqa_runner.records import (
     EPISODES_FILE,
@@ -217,6 +218,7 @@ def write_summary(
                 prompts=inputs.prompts,
                 judge_model=models["judge"],
             ),
+            "endpoints": endpoint_summary(),  # adaptive concurrency per model endpoint
             **(extra or {}),
         },
     )
