@@ -35,6 +35,8 @@ def app(cfg: DictConfig) -> object:
         release_run_log(keep=False)
         print(f"error: {e}", file=sys.stderr, flush=True)
         _EXIT_CODES.append(e.exit_code)
+        if _in_sweep_job():  # the job process fails (SLURM: state FAILED); the launcher
+            sys.exit(e.exit_code)  # reports it with its error line and a rerun command
         return None
     finally:
         release_run_log(keep=True)  # no-op when already released
@@ -42,6 +44,14 @@ def app(cfg: DictConfig) -> object:
     if result.get("exit_code", 0) >= 128:
         sys.exit(result["exit_code"])  # interrupted: a sweep stops here too
     return result
+
+
+def _in_sweep_job() -> bool:
+    """True inside a job of a ``-m`` sweep (its launcher reports a failed job's error)."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
 
 
 def expand_num_shards(argv: list[str]) -> list[str]:

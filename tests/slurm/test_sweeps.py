@@ -128,8 +128,10 @@ def _run(cmd: list[str], timeout: float = 150) -> subprocess.CompletedProcess:
 
 
 def _run_dirs(sweep: Path) -> list[Path]:
+    """The sweep's job dirs (``<num>_<overrides>``); a job refused at start has no ``.hydra/``
+    (issue 14: a refused start writes nothing), so the name, not the contents, says what it is."""
     return sorted(
-        (d for d in sweep.iterdir() if (d / ".hydra").is_dir()),
+        (d for d in sweep.iterdir() if d.is_dir() and d.name.split("_", 1)[0].isdigit()),
         key=lambda d: int(d.name.split("_", 1)[0]),
     )
 
