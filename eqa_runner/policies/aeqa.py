@@ -37,9 +37,9 @@ from eqa_runner.policies.protocol import (
     ExplorePolicy,
     ExploreProtocol,
     is_yes,
-    safe_name,
 )
 from eqa_runner.prompts import Prompt, load_prompt, split_prompt
+from eqa_runner.records import artifact_name
 from eqa_runner.sim.base import Observation
 from eqa_runner.types import Episode
 
@@ -166,7 +166,7 @@ class AEQAProtocol(ExploreProtocol):
             ext = "jpg" if self.image_format == "jpeg" else "png"
             for i, f in enumerate(chosen):
                 name = f"answer_{i:02d}_step_{f.step:03d}.{ext}"
-                (ctx.artifacts_dir / safe_name(name)).write_bytes(f.data)
+                (ctx.artifacts_dir / artifact_name(name)).write_bytes(f.data)
         ref = episode.meta.get("reference_path_length")
         return AnswerStep(
             answer=text,

@@ -101,15 +101,10 @@ def save_judge_image(ctx: EpisodeContext, episode: Episode, png: bytes) -> list[
     """Write the frame the judge sees under ``judge_images/`` (run-dir relative paths)."""
     if ctx.run_dir is None or not png:
         return []
-    rel = Path(JUDGE_IMAGES_DIR) / f"{safe_name(episode.episode_id)}.png"
+    rel = Path(JUDGE_IMAGES_DIR) / f"{artifact_name(episode.episode_id)}.png"
     (ctx.run_dir / rel).parent.mkdir(parents=True, exist_ok=True)
     (ctx.run_dir / rel).write_bytes(png)
     return [rel.as_posix()]
-
-
-def safe_name(s: str) -> str:
-    """A file name for an episode id, unique per id (records.artifact_name)."""
-    return artifact_name(s)
 
 
 class ExpressProtocol(ExploreProtocol):

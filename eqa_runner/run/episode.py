@@ -12,6 +12,7 @@ import numpy as np
 
 from eqa_runner.llm import Usage, track_usage
 from eqa_runner.policies.context import EpisodeContext
+from eqa_runner.records import artifact_name
 from eqa_runner.run.context import RunContext
 from eqa_runner.types import Episode, EpisodeRecord, ErrorInfo
 
@@ -57,7 +58,7 @@ def episode_context(ep: Episode, run: RunContext) -> EpisodeContext:
     """What the policy gets for one episode: seeded RNG, model, CPU pool, artifacts dir."""
     s = run.settings
     seed = episode_seed(s.seed, ep.episode_id)
-    art = run.out_dir / "artifacts" / _safe_name(ep.episode_id) if s.save_artifacts else None
+    art = run.out_dir / "artifacts" / artifact_name(ep.episode_id) if s.save_artifacts else None
     return EpisodeContext(
         llm=run.policy_llm,
         rng=np.random.default_rng(seed),
@@ -111,9 +112,3 @@ async def run_episode(ep: Episode, run: RunContext) -> EpisodeRecord:
     rec["timings"]["total_s"] = time.perf_counter() - t0
     rec["usage"] = usage.as_dict()
     return rec
-
-
-def _safe_name(s: str) -> str:
-    from eqa_runner.records import artifact_name
-
-    return artifact_name(s)
