@@ -212,6 +212,10 @@ class ExplorePolicy(Policy):
         async with session.lease(str(spec.mesh_path)) as lane:  # one simulator of the run's
             x.area = await lane.call(_setup, lane, spec, x, ctx.rng)
             await lane.call(check_on_floor, lane.sim, start, x.goal)
+            if ctx.scene_maps is not None:  # once per scene and floor per run
+                ctx.scene_map = await lane.call(
+                    ctx.scene_maps.get, lane.sim, str(spec.mesh_path), x.state.floor_height
+                )
             x.budget = self.budget(x.area)
             for step in range(x.budget):
                 if await self._step(x, step, lane, ctx):

@@ -216,6 +216,7 @@ def _run_locked(
             settings=EpisodeSettings.from_cfg(cfg),
             executor=pool,
             sim=sim,
+            scene_maps=_scene_maps(cfg, sim),
         )
         stack.enter_context(parts.policy.opened(ctx.policy_resources()))
         writer = stack.enter_context(RecordWriter(jsonl))
@@ -256,6 +257,15 @@ def _run_locked(
     else:
         code = EXIT_OK
     return {**result, "exit_code": code}
+
+
+def _scene_maps(cfg: DictConfig, sim: Any) -> Any:
+    """The run's navigable-map cache for trajectory maps (None: no simulator or maps off)."""
+    if sim is None or not cfg.run.get("trajectory_maps", True):
+        return None
+    from eqa_runner.mapping.trajectory import SceneMaps
+
+    return SceneMaps()
 
 
 def _try_summary(ctx: RunContext) -> dict[str, Any]:

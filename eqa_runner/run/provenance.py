@@ -37,6 +37,7 @@ PLUMBING_KEYS: tuple[str, ...] = (
     "run.resume",
     "run.dry_run",
     "run.save_artifacts",
+    "run.trajectory_maps",
     "run.episode_timeout_s",
     "run.bootstrap_samples",
     "run.max_cost_usd",
