@@ -62,6 +62,8 @@ PLUMBING_KEYS: tuple[str, ...] = (
     "*.input_usd_per_mtok",
     "*.output_usd_per_mtok",
     "hydra.*",
+    "logger",
+    "logger.*",
 )
 
 
