@@ -234,6 +234,16 @@ class AEQAProtocolConfig(ProtocolConfig):
     image_format: str = one_of("png", IMAGE_FORMATS)
 
 
+@dataclass
+class ImportedPolicyConfig(PolicyConfig):
+    """``policy=imported``: answers read from an upstream predictions/results file
+    (``report --import``), normalised to ``predictions_file`` (one JSON line per episode)."""
+
+    name: str = "imported"
+    predictions_file: str = MISSING
+    source: str = ""  # the upstream file and format it came from (recorded, not read)
+
+
 PROTOCOL_SCHEMAS = {
     "base_express_protocol": ExpressProtocolConfig,
     "base_hmeqa_protocol": HMEQAProtocolConfig,
@@ -247,4 +257,5 @@ SCHEMAS = {
     "base_fbe": FBEPolicyConfig,
     "base_vlm_explore": VLMExplorePolicyConfig,
     "base_vlm_waypoint": VLMWaypointPolicyConfig,
+    "base_imported": ImportedPolicyConfig,
 }

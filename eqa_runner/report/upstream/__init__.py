@@ -1,0 +1,1 @@
+"""Exports and imports in the benchmarks' upstream result formats (``report --export/--import``)."""
