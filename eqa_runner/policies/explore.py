@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from eqa_runner import capabilities as cap
 from eqa_runner.errors import ConfigError
 from eqa_runner.images import encode_png
 from eqa_runner.llm import LLMClient, RequestEstimate
@@ -59,7 +60,7 @@ from eqa_runner.policies.proposer import (
     Waypoint,
     WaypointProposer,
 )
-from eqa_runner.policies.protocol import ExploreProtocol, ExpressProtocol
+from eqa_runner.policies.protocol import ExploreProtocol
 from eqa_runner.policies.sim_session import (
     SimSession,
     goal_distance,
@@ -84,7 +85,6 @@ __all__ = [  # the proposer API and the session are re-exported for existing imp
 ]
 
 log = logging.getLogger(__name__)
-EXPRESS = ExpressProtocol()  # the default protocol when a policy is built in code
 
 
 class ExplorePolicy(Policy):
@@ -92,6 +92,8 @@ class ExplorePolicy(Policy):
     :class:`ExploreProtocol`."""
 
     needs_sim = True
+    needs = frozenset({cap.QUESTION, cap.SIMULATOR, cap.PROTOCOL})
+    provides = frozenset({cap.TRAJECTORY, cap.FINAL_FRAME})
 
     def __init__(
         self,
@@ -106,12 +108,12 @@ class ExplorePolicy(Policy):
         unreachable_hop: str = ExplorePolicyConfig.unreachable_hop,
         estimate_steps: int = ExplorePolicyConfig.estimate_steps,
         image_size: tuple[int, int] = (SimConfig.width, SimConfig.height),
-        protocol: ExploreProtocol | None = EXPRESS,  # null from a config: a task without one
+        protocol: ExploreProtocol | None = None,  # the task's (null: a task without one)
     ) -> None:
         if not isinstance(protocol, ExploreProtocol):
             raise ConfigError(
                 f"policy={name} explores under its task's protocol, and this task has none "
-                f"(got {type(protocol).__name__}); exploration tasks: express, aeqa, hmeqa."
+                f"(got {type(protocol).__name__}); pick a task that provides one."
             )
         if stop_match not in STOP_MATCHES:
             raise ValueError(f"policy.stop_match={stop_match!r}: expected prefix or contains")
