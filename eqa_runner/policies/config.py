@@ -60,7 +60,7 @@ class FrontierProposerConfig(ProposerConfig):
 
 @dataclass
 class ExplorePolicyConfig(PolicyConfig):
-    """``policy=re|fbe``: the EXPRESS exploration loop with a pluggable waypoint proposer."""
+    """``policy=re|fbe``: the exploration loop with a pluggable waypoint proposer."""
 
     proposer: Any = MISSING
     stop_model: str | None = None  # model of the stop check; null = the policy's (llm.model)
@@ -114,8 +114,8 @@ class GuidedPolicyConfig(ExplorePolicyConfig):
     stop_rule: str = one_of("confidence", STOP_RULES)
     stop_threshold: float = bounded(0.5, ge=0, le=1)  # P(Yes) at which the confidence stops
     # ask the task protocol's per-step question every step (its verdict is used by the
-    # protocol / either rules; HM-EQA records its per-step answer there). false: skip it under
-    # stop_rule=confidence (one call less per step on EXPRESS / A-EQA)
+    # protocol / either rules; a protocol may record its per-step answer there). false: skip it
+    # under stop_rule=confidence (one call less per step with a yes/no stop check)
     protocol_check: bool = True
 
 

@@ -1,6 +1,6 @@
-"""EXPRESS exploration agents: one exploration loop, pluggable waypoint proposers, an answer step.
+"""Exploration agents: one exploration loop, pluggable waypoint proposers, an answer step.
 
-One step (as the upstream EXPRESS-Bench ``main.py``): place the agent → observe → unless the
+One step (as upstream's ``main.py``): place the agent → observe → unless the
 frame is mostly black, update the proposer's map and ask the stop check "does this view suffice
 to answer?" (a reply starting with "yes" stops) → otherwise the proposer gives the next pose
 ``{position_normal: (x, y), angle}``, which is lifted to the start floor, navmesh-snapped (NaN →
@@ -17,9 +17,9 @@ frame; an exhausted budget answers blind (the "random answer" prompt).
   an :class:`AnswerStep` (the answer text, prompt used, parameters sent, judge images).
 
 What differs between exploration tasks is the task's :class:`ExploreProtocol`
-(:mod:`eqa_runner.policies.protocol`): the step budget, the question asked at every step (the
-EXPRESS stop check), a hook for every frame (a frame memory) and the answer step. The task's
-config picks it (``protocol: express | aeqa | hmeqa``) and the policy receives it as
+(:mod:`eqa_runner.policies.protocol`): the step budget, the question asked at every step (a
+stop check), a hook for every frame (a frame memory) and the answer step. The task's
+config picks it (``protocol: <name>``, conf/protocol/) and the policy receives it as
 ``policy.protocol: ${protocol}``; so ``policy=fbe`` runs on every exploration task.
 
 The proposer API lives in :mod:`eqa_runner.policies.proposer`, the shared simulator (one thread,
@@ -163,7 +163,7 @@ class ExplorePolicy(Policy):
             session.close()
 
     def budget(self, scene_area: float) -> int:
-        """The task's step budget for a scene of ``scene_area`` m² (EXPRESS: sqrt(area) * 3)."""
+        """The task's step budget for a scene of ``scene_area`` m² (e.g. sqrt(area) * 3)."""
         return self.protocol.budget(self, scene_area)
 
     def stop_client(self, ctx: EpisodeContext) -> LLMClient:
@@ -351,7 +351,7 @@ OFF_FLOOR_M = 0.5  # a start or goal farther than this from the navigable floor 
 
 
 class OffFloorError(ValueError):
-    """An EXPRESS start or goal that is not on the navigable floor (nothing could be explored)."""
+    """A start or goal pose that is not on the navigable floor (nothing could be explored)."""
 
 
 def floor_distance(sim: Any, point: np.ndarray) -> tuple[float, bool]:
@@ -369,7 +369,7 @@ def check_on_floor(sim: Any, start: np.ndarray, goal: np.ndarray | None) -> None
     """Raise :class:`OffFloorError` naming the distance when the start or goal is off the floor
     (else an "ok" episode would explore nothing and earn full path-efficiency credit)."""
     for what, p in (("start_position", start), ("goal_position", goal)):
-        if p is None:  # tasks without a goal (A-EQA, HM-EQA)
+        if p is None:  # tasks without a goal pose
             continue
         d, exact = floor_distance(sim, p)
         if d > OFF_FLOOR_M or not exact:

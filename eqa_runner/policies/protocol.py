@@ -1,15 +1,12 @@
 """A task's rules for the exploration loop: the step budget, the question asked at every step,
 and the answer step.
 
-Every exploration task (EXPRESS-Bench, A-EQA, HM-EQA) runs the same loop
-(:class:`~eqa_runner.policies.explore.ExplorePolicy` with any waypoint proposer: ``re``,
-``fbe`` …); what differs between them is an :class:`ExploreProtocol`, chosen by the task's
-config (``defaults: - /protocol@_global_.protocol: express`` in ``conf/task/express.yaml``) and
-handed to the policy through ``policy.protocol: ${protocol}``.
-
-:class:`ExpressProtocol` is EXPRESS-Bench's: budget ``int(sqrt(scene area) * step_ratio)``, a stop
-check each step ("does this view suffice to answer?"), then an answer from the decision frame
-after an early stop, or a blind answer when the budget ran out.
+Every exploration task runs the same loop (:class:`~eqa_runner.policies.explore.ExplorePolicy`
+with any waypoint proposer: ``re``, ``fbe`` …); what differs between them is an
+:class:`ExploreProtocol`, chosen by the task's config (``defaults: -
+/protocol@_global_.protocol: <name>`` in ``conf/task/<name>.yaml``) and handed to the policy
+through ``policy.protocol: ${protocol}``. Each benchmark's protocol is in its package
+(``eqa_runner/benchmarks/<name>/protocol.py``).
 """
 
 from __future__ import annotations

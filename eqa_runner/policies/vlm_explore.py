@@ -389,8 +389,8 @@ class GuidedExplorePolicy(ExplorePolicy):
     ``stop_rule``: ``protocol`` — the task protocol's per-step check decides (as ``re``/``fbe``);
     ``confidence`` — stop when the proposer's stop confidence reaches ``stop_threshold``;
     ``either`` — whichever says stop first. With ``protocol_check`` (default) the protocol's
-    per-step question is asked every step under every rule (HM-EQA records its per-step answer
-    there); ``false`` skips it under ``confidence`` (saves EXPRESS's stop check call per step).
+    per-step question is asked every step under every rule (a protocol may record its per-step
+    answer there); ``false`` skips it under ``confidence`` (saves a stop check call per step).
     """
 
     def __init__(

@@ -11,7 +11,7 @@ from PIL import Image
 
 from eqa_runner.benchmarks.aeqa.protocol import AEQAProtocol, path_len_xz
 from eqa_runner.benchmarks.aeqa.task import AEQATask
-from eqa_runner.data.commands import check_aeqa
+from eqa_runner.benchmarks.aeqa.data import check_aeqa
 from eqa_runner.data.commands import main as data_main
 from eqa_runner.errors import DataError
 from eqa_runner.images import decode_frame, encode_frame
