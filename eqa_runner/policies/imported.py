@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from eqa_runner import capabilities as cap
 from eqa_runner.errors import DataError
 from eqa_runner.llm import RequestEstimate
 from eqa_runner.policies.base import Policy
@@ -39,6 +40,9 @@ def read_predictions(path: Path) -> dict[str, dict[str, Any]]:
 
 class ImportedPolicy(Policy):
     """Answers from ``predictions_file`` (see the module docstring)."""
+
+    # what an upstream file records: the path (trajectory) and, where saved, the final frame
+    provides = frozenset({cap.TRAJECTORY, cap.FINAL_FRAME})
 
     def __init__(
         self,

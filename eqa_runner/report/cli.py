@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _upstream(args: argparse.Namespace) -> int:
     """``--export`` / ``--import`` (docs/reports.md "Upstream formats")."""
-    from eqa_runner.report.upstream.driver import export_run, import_results
+    from eqa_runner.report.upstream_formats import export_run, import_results
 
     if args.import_file is not None:
         if not args.format:

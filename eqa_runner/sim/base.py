@@ -140,7 +140,7 @@ class Simulator(ABC):
         return NavigableMap(nav, (float(lo[0]), float(lo[2])), float(cell_m), float(floor_y))
 
     def scene_area(self) -> float:
-        """x-z area of the navmesh bounds (EXPRESS step budget = int(sqrt(area) * 3))."""
+        """x-z area of the navmesh bounds (an exploration budget: int(sqrt(area) * 3))."""
         lo, hi = self.bounds()
         return float(abs((hi[0] - lo[0]) * (hi[2] - lo[2])))
 

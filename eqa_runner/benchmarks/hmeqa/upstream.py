@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from eqa_runner.benchmarks.hmeqa.choice_rules import apply_rule
 from eqa_runner.errors import DataError
-from eqa_runner.llm.choice_rules import apply_rule
-from eqa_runner.report.upstream.base import Imported, UpstreamFormat, dump_pickle, load_pickle
+from eqa_runner.scoring.upstream import Imported, UpstreamFormat, dump_pickle, load_pickle
 from eqa_runner.types import Episode, EpisodeRecord
 
 RESULTS = "results.pkl"

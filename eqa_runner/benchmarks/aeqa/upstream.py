@@ -15,8 +15,9 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
+from eqa_runner.benchmarks.openeqa_em.upstream import PREDICTIONS, predictions, read_predictions
 from eqa_runner.errors import DataError
-from eqa_runner.report.upstream.base import (
+from eqa_runner.scoring.upstream import (
     Imported,
     UpstreamFormat,
     by_id,
@@ -25,7 +26,6 @@ from eqa_runner.report.upstream.base import (
     load_pickle,
     nullable,
 )
-from eqa_runner.report.upstream.openeqa import PREDICTIONS, predictions, read_predictions
 from eqa_runner.types import Episode, EpisodeRecord
 
 PATH_LENGTHS = "path_length_list.pkl"

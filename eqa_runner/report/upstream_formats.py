@@ -1,5 +1,9 @@
 """``report <run> --export NAME`` and ``report --import FILE --format NAME``: the shared driver.
 
+Each benchmark's format lives in its package (``benchmarks/<name>/upstream.py``, an
+:class:`~eqa_runner.scoring.upstream.UpstreamFormat`) and is found through the benchmark
+registry (``Benchmark.upstream``), so a plugin benchmark adds its own.
+
 Export: the run's final records and its task's episodes (loaded from the run's recorded config,
 in dataset order: upstream files index questions by their position) go to the format's writer.
 Import: the upstream file is read against the task's episodes, normalised into
@@ -17,20 +21,24 @@ from typing import Any
 from omegaconf import DictConfig
 
 from eqa_runner.errors import ReportError
-from eqa_runner.report.upstream.base import Imported, UpstreamFormat
+from eqa_runner.scoring.upstream import Imported, UpstreamFormat
 
 IMPORT_DIR = "imported"
 
 
 def formats() -> dict[str, UpstreamFormat]:
-    """Every known format by name."""
-    from eqa_runner.report.upstream.aeqa import AEQAPredictions
-    from eqa_runner.report.upstream.express import ExpressResults
-    from eqa_runner.report.upstream.hmeqa import HMEQAResults
-    from eqa_runner.report.upstream.openeqa import OpenEQAPredictions
+    """Every benchmark's upstream format (the registry's ``upstream``), by its name."""
+    from eqa_runner import registry
 
-    found = [OpenEQAPredictions(), AEQAPredictions(), HMEQAResults(), ExpressResults()]
-    return {f.name: f for f in found}
+    found: dict[str, UpstreamFormat] = {}
+    for b in registry.benchmarks():
+        if b.upstream:
+            fmt = b.resolve("upstream")()
+            if not isinstance(fmt, UpstreamFormat):
+                raise ReportError(f"benchmark {b.name}: upstream={b.upstream} is not an "
+                                  "UpstreamFormat")  # fmt: skip
+            found[fmt.name] = fmt
+    return found
 
 
 def get_format(name: str) -> UpstreamFormat:
@@ -74,13 +82,13 @@ def compose_import(fmt: UpstreamFormat, overrides: list[str], out: Path) -> Dict
     from eqa_runner.run.configstore import register_configs
 
     register_configs()
-    conf = Path(__file__).resolve().parents[2] / "conf"
+    conf = Path(__file__).resolve().parents[1] / "conf"
     d = out / IMPORT_DIR
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
             return compose("config", overrides=[
-                f"task={fmt.task}", "policy=imported", "llm=offline", "task.policies=[imported]",
+                f"task={fmt.task}", "policy=imported", "llm=offline",
                 f"run.output_dir={out}", f"policy.predictions_file={d / 'predictions.jsonl'}",
                 f"run.episodes={d / 'episode_ids.json'}", *overrides,
             ])  # fmt: skip

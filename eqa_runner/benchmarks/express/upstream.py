@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from eqa_runner.errors import DataError
-from eqa_runner.report.upstream.base import (
+from eqa_runner.scoring.upstream import (
     Imported,
     UpstreamFormat,
     dump_pickle,

@@ -1,4 +1,4 @@
-"""Upstream result formats: what each benchmark's official scorer reads, written and read back.
+"""Upstream result formats (the base): what a benchmark's official scorer reads, written and read.
 
 A :class:`UpstreamFormat` exports a run's records as the file its benchmark's own scorer reads
 and reads such a file (ours or another system's) back as :class:`Imported` answers, which

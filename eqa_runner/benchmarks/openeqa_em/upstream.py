@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from eqa_runner.errors import DataError
-from eqa_runner.report.upstream.base import Imported, UpstreamFormat, by_id
+from eqa_runner.scoring.upstream import Imported, UpstreamFormat, by_id
 from eqa_runner.types import Episode, EpisodeRecord
 
 PREDICTIONS = "predictions.json"

@@ -1,1 +1,0 @@
-"""Exports and imports in the benchmarks' upstream result formats (``report --export/--import``)."""
