@@ -177,7 +177,7 @@ class ImportedPolicyConfig(PolicyConfig):
     (``report --import``), normalised to ``predictions_file`` (one JSON line per episode)."""
 
     name: str = "imported"
-    predictions_file: str = MISSING
+    predictions_file: str = ""  # written by report --import (which sets this key)
     source: str = ""  # the upstream file and format it came from (recorded, not read)
 
 

@@ -57,6 +57,11 @@ class ImportedPolicy(Policy):
 
     def rows(self) -> dict[str, dict[str, Any]]:
         if self._rows is None:
+            if not str(self.path) or str(self.path) == ".":
+                raise DataError(
+                    "policy=imported reads policy.predictions_file, which "
+                    "`python -m eqa_runner.report --import FILE --format …` writes"
+                )
             if not self.path.is_file():
                 raise DataError(f"policy.predictions_file={self.path}: not found")
             self._rows = read_predictions(self.path)

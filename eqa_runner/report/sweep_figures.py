@@ -113,7 +113,10 @@ def _x_axis(points: list[SweepPoint], slots: list[str], numeric: bool, sx: Any, 
             x_lo: float, x_hi: float, left: int, pw: int) -> list[str]:  # fmt: skip
     out = []
     if numeric:
+        ints = all(float(p.x).is_integer() for p in points)
         for t in _ticks(x_lo, x_hi):
+            if ints and not float(t).is_integer():
+                continue  # integer keys (seeds, step counts) get integer ticks only
             x = left + (t - x_lo) / (x_hi - x_lo) * pw
             out.append(f'<text x="{x:.1f}" y="{y + 16}" text-anchor="middle" fill="#555">'
                        f"{_num(t)}</text>")  # fmt: skip
