@@ -18,10 +18,11 @@ import re
 from collections.abc import Sequence
 
 
-def nav_metrics(distances: Sequence[float]) -> dict[str, float] | None:
-    """``d_0, d_T, d_D, d_min`` (metres) from the goal distances of one episode, start first;
-    None when the start cannot reach the goal (or nothing was measured)."""
-    d = [float(v) for v in distances]
+def nav_metrics(distances: Sequence[float | None]) -> dict[str, float] | None:
+    """``d_0, d_T, d_D, d_min`` (metres) from the goal distances of one episode, start first
+    (None: unreachable, as the trace records an infinite one); None when the start cannot reach
+    the goal (or nothing was measured)."""
+    d = [math.inf if v is None else float(v) for v in distances]
     if not d or not math.isfinite(d[0]) or d[0] < 0:
         return None
     finite = [v for v in d if math.isfinite(v)]
@@ -35,8 +36,8 @@ def nav_metrics(distances: Sequence[float]) -> dict[str, float] | None:
 
 
 def normalise(text: str) -> str:
-    """Lower case, punctuation to spaces, single spaces (``"Living-room."`` -> ``living room``
-    only when the vocabulary says so: hyphens are kept)."""
+    """Lower case, punctuation but hyphens to spaces, single spaces (``"Off-white."`` ->
+    ``off-white``)."""
     return " ".join(re.sub(r"[^\w\s-]", " ", text.lower()).replace("_", " ").split())
 
 

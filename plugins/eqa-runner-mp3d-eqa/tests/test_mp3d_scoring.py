@@ -19,6 +19,7 @@ def test_nav_metrics_are_upstreams_definitions():
     m = nav_metrics([5.0, 3.0, 1.5, 2.0])
     assert m == {"d_0": 5.0, "d_T": 2.0, "d_D": 3.0, "d_min": 1.5}
     assert nav_metrics([math.inf, 2.0]) is None  # an unreachable spawn point: invalid
+    assert nav_metrics([None, 2.0]) is None  # (the trace writes an infinite distance as null)
     assert nav_metrics([]) is None
     assert nav_metrics([2.0, 4.0])["d_D"] == -2.0  # walking away is negative progress
 
