@@ -39,7 +39,8 @@ def check_mp3d_eqa(
     """The split file loads and every house has its mesh (and navmesh, unless a demo scene)."""
     from eqa_runner_mp3d_eqa.task import MP3DEQATask
 
-    task = MP3DEQATask(str(data_dir), split=split, scenes_dir=str(scenes_dir) if scenes_dir else None)
+    scenes = str(scenes_dir) if scenes_dir else None
+    task = MP3DEQATask(str(data_dir), split=split, scenes_dir=scenes)
     eps = task.load_episodes()
     rep = CheckReport("mp3d_eqa", questions=len(eps))
     by_scene: dict[str, int] = defaultdict(int)

@@ -3,8 +3,8 @@ procedural apartments (:func:`eqa_runner.demo.apartment.generate_apartment`).
 
 Layout (a valid ``task.data_dir`` for ``task=mp3d_eqa``)::
 
-    <out>/val/val.json.gz                          the episodes and both vocabularies
-    <out>/scenes/mp3d/<house>/<house>.glb          (+ .scene.json), scene_id mp3d/<house>/<house>.glb
+    <out>/val/val.json.gz                    the episodes and both vocabularies
+    <out>/scenes/mp3d/<house>/<house>.glb    (+ .scene.json); scene_id mp3d/<house>/<house>.glb
 
 Questions follow EQA v1's three templates (location, color, color_room) over the apartment's
 objects; each has one object goal (the object's centre), view points from which the object is
@@ -198,7 +198,9 @@ def write_mp3d_eqa_demo(
         pool = questions_for(apt)
         made = 0
         for i in rng.permutation(len(pool)):
-            ep = _episode(sim, apt, house, pool[int(i)], rng) if made < questions_per_scene else None
+            if made >= questions_per_scene:
+                break
+            ep = _episode(sim, apt, house, pool[int(i)], rng)
             if ep is not None:
                 episodes.append(ep)
                 made += 1

@@ -2,7 +2,8 @@
 
 One gzipped JSON object per split::
 
-    {"episodes": [...], "question_vocab": {"word_list": [...]}, "answer_vocab": {"word_list": [...]}}
+    {"episodes": [...],
+     "question_vocab": {"word_list": [...]}, "answer_vocab": {"word_list": [...]}}
 
 Each episode (habitat-lab ``EQAEpisode``, a ``NavigationEpisode``):
 
@@ -99,7 +100,8 @@ def read_dataset(path: Path) -> dict[str, Any]:
 
 def _vec(value: Any, n: int, where: str, field: str) -> list[float]:
     ok = isinstance(value, (list, tuple)) and len(value) == n
-    out = [float(v) for v in value] if ok and all(isinstance(v, (int, float)) for v in value) else []
+    ok = ok and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+    out = [float(v) for v in value] if ok else []
     if len(out) != n or not all(math.isfinite(v) for v in out):
         raise DataError(f"{where}: field {field} must be {n} finite numbers, got {value!r}.")
     return out

@@ -121,8 +121,9 @@ class MP3DEQAProtocol(ExploreProtocol):
         mem = self.memory(x)
         chosen = mem.select()
         options = answer_options(episode)
+        images = [ImagePart(f.data, mem.mime) for f in chosen]
         c = await ctx.llm.acomplete(
-            self.answer_messages(episode, ctx.prompts_dir, *(ImagePart(f.data, mem.mime) for f in chosen)),
+            self.answer_messages(episode, ctx.prompts_dir, *images),
             offline_reply=f"{options[0] if options else 'yes'} {OFFLINE_TAG}",
         )
         return AnswerStep(

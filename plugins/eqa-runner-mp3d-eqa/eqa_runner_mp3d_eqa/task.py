@@ -100,7 +100,8 @@ class MP3DEQATask(Task):
         self.scenes_dir = Path(scenes_dir) if scenes_dir else self.data_dir / "scenes"
         bad = sorted(set(types or ()) - set(QUESTION_TYPES))
         if bad:
-            raise DataError(f"task.types: {bad} are not MP3D-EQA types ({', '.join(QUESTION_TYPES)}).")
+            known = ", ".join(QUESTION_TYPES)
+            raise DataError(f"task.types: {bad} are not MP3D-EQA question types ({known}).")
         self.types = list(types) if types else None
         self.scenes = [str(s) for s in scenes] if scenes else None
         self.spawn_steps = spawn_steps

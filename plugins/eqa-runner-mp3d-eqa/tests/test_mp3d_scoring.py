@@ -72,8 +72,12 @@ def _record(i, metrics, scene="mp3d/a/a.glb", category="color"):
 def test_aggregate_means_over_valid_episodes():
     recs = [
         _record(0, {"accuracy": 1.0, "nav_valid": 1.0, "d_T": 1.0, "d_D": 3.0, "d_min": 0.5}),
-        _record(1, {"accuracy": 0.0, "nav_valid": 1.0, "d_T": 3.0, "d_D": 1.0, "d_min": 2.0},
-                scene="mp3d/b/b.glb", category="location"),  # fmt: skip
+        _record(
+            1,
+            {"accuracy": 0.0, "nav_valid": 1.0, "d_T": 3.0, "d_D": 1.0, "d_min": 2.0},
+            scene="mp3d/b/b.glb",
+            category="location",
+        ),  # fmt: skip
         _record(2, {"accuracy": 1.0, "nav_valid": 0.0, "out_of_vocab": 0.0}),
     ]
     out = MP3DEQAJudge().aggregate(recs, bootstrap_samples=50)
