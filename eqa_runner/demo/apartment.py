@@ -131,6 +131,22 @@ def generate_apartment(
     width = round(float(rng.uniform(9.0, 12.0)) + 0.6 * max(0, n_rooms - 5), 1)
     depth = round(float(rng.uniform(7.0, 9.0)) + 0.4 * max(0, n_rooms - 5), 1)
     rects = split_rooms(rng, width, depth, n_rooms)
+    rooms = _name_rooms(rng, rects)
+    doorways = _doorways(rng, rects, rooms)
+    mb = MeshBuilder()
+    _structure(mb, rooms, rects, doorways, width, depth, ceiling)
+    placer = _Placer(mb, rng)
+    _add_doors(placer, rooms, doorways)
+    for room in rooms:
+        _furnish(placer, room, doorways)
+    v, t, c, o = mb.arrays()
+    if min_triangles and len(t) < min_triangles:
+        v, t, c, o = subdivide_to(v, t, c, o, min_triangles)
+    return Apartment(seed, rooms, placer.objects, doorways, v, t, c, o)
+
+
+def _name_rooms(rng: np.random.Generator, rects: list[list[float]]) -> list[Room]:
+    """The largest room is the living room, the smallest the bathroom, the rest at random."""
     order = sorted(
         range(len(rects)), key=lambda i: -(rects[i][2] - rects[i][0]) * (rects[i][3] - rects[i][1])
     )
@@ -139,18 +155,21 @@ def generate_apartment(
     rest = [rest[i] for i in rng.permutation(len(rest))]
     for i, kind in zip(order[1:-1], rest, strict=True):
         kinds[i] = kind
-    # kitchen next to the living room when possible is nice but not required
-    rooms = [
+    return [
         Room(kinds[i], [[r[0], r[1]], [r[2], r[3]]], list(FLOOR_COLORS[kinds[i]]))
         for i, r in enumerate(rects)
     ]
 
-    # doorways: a random spanning tree over shared walls long enough for a door
+
+def _doorways(
+    rng: np.random.Generator, rects: list[list[float]], rooms: list[Room]
+) -> list[dict[str, Any]]:
+    """A random spanning tree over the shared walls long enough for a door."""
     edges = [e for e in shared_edges(rects) if e[5] - e[4] >= DOOR_W + 0.6]
     rng.shuffle(edges)
     parent = list(range(len(rects)))
 
-    def find(a):
+    def find(a: int) -> int:
         while parent[a] != a:
             parent[a] = parent[parent[a]]
             a = parent[a]
@@ -170,9 +189,19 @@ def generate_apartment(
                     "width": DOOR_W,
                 }
             )
+    return doorways
 
-    mb = MeshBuilder()
-    # floors and ceiling
+
+def _structure(
+    mb: MeshBuilder,
+    rooms: list[Room],
+    rects: list[list[float]],
+    doorways: list[dict[str, Any]],
+    width: float,
+    depth: float,
+    ceiling: bool,
+) -> None:
+    """Floors, the ceiling and the walls (outer boundary + shared segments, doorway gaps)."""
     for r in rooms:
         (x0, z0), (x1, z1) = r.bounds
         mb.quad_y(x0, z0, x1, z1, 0.0, r.floor_rgb)
@@ -180,7 +209,6 @@ def generate_apartment(
         mb.quad_y(
             -WALL_T, -WALL_T, width + WALL_T, depth + WALL_T, WALL_H, CEILING_RGB, facing_up=False
         )
-    # walls: outer boundary + shared segments, with doorway gaps
     segments = [
         (1, 0.0, 0.0, width),
         (1, depth, 0.0, width),
@@ -208,11 +236,18 @@ def generate_apartment(
             else:
                 mb.box((p0, y0, line - WALL_T / 2), (p1, y1, line + WALL_T / 2), WALL_RGB)
 
-    objects: list[SceneObject] = []
 
-    def add_object(name, color, state, room, x, z, yaw_k, y=0.0, support=None, size_boxes=None):
-        size, boxes = size_boxes or furniture(name, color, state, rng)
-        oid = len(objects)
+class _Placer:
+    """Adds named objects (their boxes, rotated by quarter turns) to the mesh and the list."""
+
+    def __init__(self, mb: MeshBuilder, rng: np.random.Generator) -> None:
+        self.mb, self.rng = mb, rng
+        self.objects: list[SceneObject] = []
+
+    def add_object(self, name, color, state, room, x, z, yaw_k, y=0.0, support=None,
+                   size_boxes=None):  # fmt: skip
+        size, boxes = size_boxes or furniture(name, color, state, self.rng)
+        oid = len(self.objects)
         ang = yaw_k * math.pi / 2
         cs, sn = round(math.cos(ang)), round(math.sin(ang))
         rot = np.array([[cs, 0, sn], [0, 1, 0], [-sn, 0, cs]], dtype=float)
@@ -220,10 +255,10 @@ def generate_apartment(
         for lo, hi, col in boxes:
             corners = np.array([lo, hi]) @ rot.T + [x, y, z]
             blo, bhi = corners.min(axis=0), corners.max(axis=0)
-            mb.box(blo, bhi, col, oid)
+            self.mb.box(blo, bhi, col, oid)
             lo_all, hi_all = np.minimum(lo_all, blo), np.maximum(hi_all, bhi)
-        sup = objects[support] if support is not None else None
-        objects.append(
+        sup = self.objects[support] if support is not None else None
+        self.objects.append(
             SceneObject(
                 id=oid,
                 name=name,
@@ -239,145 +274,158 @@ def generate_apartment(
         )
         return oid, hi_all[1]
 
-    # doors on private rooms (one per room); closed only for a leaf room
+
+PRIVATE_ROOMS = ("bathroom", "bedroom", "guest bedroom", "office", "laundry room")
+
+
+def _add_doors(placer: _Placer, rooms: list[Room], doorways: list[dict[str, Any]]) -> None:
+    """A door on each private room (one per room); closed (room inaccessible) only for a leaf
+    room, and then with probability 0.35."""
     deg = {r.name: sum(r.name in d["rooms"] for d in doorways) for r in rooms}
     for d in doorways:
-        priv = [
-            n
-            for n in d["rooms"]
-            if n in ("bathroom", "bedroom", "guest bedroom", "office", "laundry room")
-        ]
-        if not priv or any(o.name == "door" and o.room == priv[0] for o in objects):
+        priv = [n for n in d["rooms"] if n in PRIVATE_ROOMS]
+        if not priv or any(o.name == "door" and o.room == priv[0] for o in placer.objects):
             continue
         room = next(r for r in rooms if r.name == priv[0])
-        closed = deg[room.name] == 1 and rng.random() < 0.35
-        color = str(rng.choice(["white", "brown"]))
+        closed = deg[room.name] == 1 and placer.rng.random() < 0.35
+        color = str(placer.rng.choice(["white", "brown"]))
         state: str | None = "closed" if closed else "open"
-        w, t, c, line = d["width"] - 0.04, 0.04, d["center"], d["line"]
-        if closed:  # (along-wall lo, hi), (across-wall lo, hi)
-            along, across = (c - w / 2, c + w / 2), (line - t / 2, line + t / 2)
-        else:  # swung open into the private room, against the jamb
-            lo_edge = room.bounds[0][d["axis"]]
-            sgn = 1.0 if abs(lo_edge - line) < 1e-6 else -1.0
-            a0, a1 = line + sgn * WALL_T / 2, line + sgn * (WALL_T / 2 + w)
-            along, across = (c - w / 2, c - w / 2 + t), (min(a0, a1), max(a0, a1))
-        corner_lo: tuple[float, float, float]
-        corner_hi: tuple[float, float, float]
-        if d["axis"] == 1:  # wall along x at z = line
-            corner_lo = (along[0], 0.0, across[0])
-            corner_hi = (along[1], DOOR_H - 0.02, across[1])
-        else:  # wall along z at x = line
-            corner_lo = (across[0], 0.0, along[0])
-            corner_hi = (across[1], DOOR_H - 0.02, along[1])
-        size = tuple(float(b - a) for a, b in zip(corner_lo, corner_hi, strict=True))
-        boxes: list[Box] = [(corner_lo, corner_hi, COLORS[color])]
-        cx = cz = 0.0
-        k = 0
-        add_object("door", color, state, room, cx, cz, k, size_boxes=(size, boxes))
+        lo, hi = _door_box(d, room, closed)
+        size = tuple(float(b - a) for a, b in zip(lo, hi, strict=True))
+        boxes: list[Box] = [(lo, hi, COLORS[color])]
+        placer.add_object("door", color, state, room, 0.0, 0.0, 0, size_boxes=(size, boxes))
         if closed:
             room.accessible = False
 
-    # furniture
-    for room in rooms:
-        (x0, z0), (x1, z1) = room.bounds
-        ix0, iz0, ix1, iz1 = x0 + WALL_T / 2, z0 + WALL_T / 2, x1 - WALL_T / 2, z1 - WALL_T / 2
-        keep_out = []
-        for d in doorways:
-            if room.name not in d["rooms"]:
+
+def _door_box(
+    d: dict[str, Any], room: Room, closed: bool
+) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+    """The door leaf's box: in the doorway when closed, else swung into the room, against the
+    jamb."""
+    w, t, c, line = d["width"] - 0.04, 0.04, d["center"], d["line"]
+    if closed:  # (along-wall lo, hi), (across-wall lo, hi)
+        along, across = (c - w / 2, c + w / 2), (line - t / 2, line + t / 2)
+    else:
+        lo_edge = room.bounds[0][d["axis"]]
+        sgn = 1.0 if abs(lo_edge - line) < 1e-6 else -1.0
+        a0, a1 = line + sgn * WALL_T / 2, line + sgn * (WALL_T / 2 + w)
+        along, across = (c - w / 2, c - w / 2 + t), (min(a0, a1), max(a0, a1))
+    if d["axis"] == 1:  # wall along x at z = line
+        return (along[0], 0.0, across[0]), (along[1], DOOR_H - 0.02, across[1])
+    return (across[0], 0.0, along[0]), (across[1], DOOR_H - 0.02, along[1])  # along z at x = line
+
+
+def _keep_out(room: Room, doorways: list[dict[str, Any]]) -> list[list[float]]:
+    """Footprints kept free in front of the room's doorways."""
+    out = []
+    for d in doorways:
+        if room.name not in d["rooms"]:
+            continue
+        c0, c1 = d["center"] - d["width"] / 2 - 0.35, d["center"] + d["width"] / 2 + 0.35
+        if d["axis"] == 0:
+            out.append([d["line"] - 1.2, c0, d["line"] + 1.2, c1])
+        else:
+            out.append([c0, d["line"] - 1.2, c1, d["line"] + 1.2])
+    return out
+
+
+_TABLES = ("desk", "dining table", "table")
+_SIDE_YAW = {0: 0, 1: 3, 2: 2, 3: 1}  # wall side (0: z0, 1: x1, 2: z1, 3: x0) -> quarter turns
+_GROW = {0: (0, 0, 0, 1), 1: (-1, 0, 0, 0), 2: (0, -1, 0, 0), 3: (0, 0, 1, 0)}
+
+
+def _spot(
+    rng: np.random.Generator, placement: str, inner: tuple[float, ...], size: Any, extra: float
+) -> tuple[float, float, int, list[float]] | str | None:
+    """One random candidate (cx, cz, quarter turns, footprint) for ``placement``; ``"stop"`` when
+    the room is too small for a centre piece, None for a candidate to skip."""
+    ix0, iz0, ix1, iz1 = inner
+    w, _, dd = size
+    if placement == "center":
+        k = int(rng.integers(0, 2))
+        fw, fd = (w, dd) if k % 2 == 0 else (dd, w)
+        m = 1.0 + extra
+        if ix1 - ix0 < fw + 2 * m or iz1 - iz0 < fd + 2 * m:
+            return "stop"
+        cx = float(rng.uniform(ix0 + m + fw / 2, ix1 - m - fw / 2))
+        cz = float(rng.uniform(iz0 + m + fd / 2, iz1 - m - fd / 2))
+        return cx, cz, k, [cx - fw / 2 - extra, cz - fd / 2 - extra, cx + fw / 2 + extra,
+                           cz + fd / 2 + extra]  # fmt: skip
+    side = int(rng.integers(0, 4))
+    k = _SIDE_YAW[side]
+    fw, fd = (w, dd) if k % 2 == 0 else (dd, w)
+    if side in (0, 2):
+        if ix1 - ix0 < fw + 0.2:
+            return None
+        cx = float(rng.uniform(ix0 + fw / 2 + 0.05, ix1 - fw / 2 - 0.05))
+        cz = iz0 + fd / 2 + 0.01 if side == 0 else iz1 - fd / 2 - 0.01
+    else:
+        if iz1 - iz0 < fd + 0.2:
+            return None
+        cz = float(rng.uniform(iz0 + fd / 2 + 0.05, iz1 - fd / 2 - 0.05))
+        cx = ix1 - fw / 2 - 0.01 if side == 1 else ix0 + fw / 2 + 0.01
+    fp = [cx - fw / 2, cz - fd / 2, cx + fw / 2, cz + fd / 2]
+    if extra:
+        fp = [v + g * extra for v, g in zip(fp, _GROW[side], strict=True)]
+    return cx, cz, k, fp
+
+
+def _furnish(placer: _Placer, room: Room, doorways: list[dict[str, Any]]) -> None:
+    """The room's furniture (``ROOM_CONTENT``), chairs at tables and items on top."""
+    rng = placer.rng
+    (x0, z0), (x1, z1) = room.bounds
+    inner = (x0 + WALL_T / 2, z0 + WALL_T / 2, x1 - WALL_T / 2, z1 - WALL_T / 2)
+    keep_out = _keep_out(room, doorways)
+    placed: list[list[float]] = []
+    hanging: list[list[float]] = []
+    for name, placement, palette, prob in ROOM_CONTENT[room.name]:
+        if rng.random() > prob:
+            continue
+        color = str(rng.choice(palette))
+        state = str(rng.choice(STATES[name])) if name in STATES else None
+        size, boxes = furniture(name, color, state, rng)
+        extra = 0.7 if name in _TABLES else 0.0
+        for _ in range(60):
+            spot = _spot(rng, placement, inner, size, extra)
+            if spot == "stop":
+                break
+            if spot is None or isinstance(spot, str):
                 continue
-            c0, c1 = d["center"] - d["width"] / 2 - 0.35, d["center"] + d["width"] / 2 + 0.35
-            if d["axis"] == 0:
-                keep_out.append([d["line"] - 1.2, c0, d["line"] + 1.2, c1])
-            else:
-                keep_out.append([c0, d["line"] - 1.2, c1, d["line"] + 1.2])
-        placed: list[list[float]] = []
-        hanging: list[list[float]] = []
-        for name, placement, palette, prob in ROOM_CONTENT[room.name]:
-            if rng.random() > prob:
-                continue
-            color = str(rng.choice(palette))
-            state = str(rng.choice(STATES[name])) if name in STATES else None
-            size, boxes = furniture(name, color, state, rng)
-            w, h, dd = size
-            extra_front = 0.7 if name in ("desk", "dining table", "table") else 0.0
-            for _ in range(60):
-                if placement == "center":
-                    k = int(rng.integers(0, 2))
-                    fw, fd = (w, dd) if k % 2 == 0 else (dd, w)
-                    m = 1.0 + extra_front
-                    if ix1 - ix0 < fw + 2 * m or iz1 - iz0 < fd + 2 * m:
-                        break
-                    cx = float(rng.uniform(ix0 + m + fw / 2, ix1 - m - fw / 2))
-                    cz = float(rng.uniform(iz0 + m + fd / 2, iz1 - m - fd / 2))
-                    fp = [
-                        cx - fw / 2 - extra_front,
-                        cz - fd / 2 - extra_front,
-                        cx + fw / 2 + extra_front,
-                        cz + fd / 2 + extra_front,
-                    ]
-                else:
-                    side = int(rng.integers(0, 4))  # 0: z0 wall, 1: x1, 2: z1, 3: x0
-                    k = {0: 0, 1: 3, 2: 2, 3: 1}[side]
-                    fw, fd = (w, dd) if k % 2 == 0 else (dd, w)
-                    if side in (0, 2):
-                        if ix1 - ix0 < fw + 0.2:
-                            continue
-                        cx = float(rng.uniform(ix0 + fw / 2 + 0.05, ix1 - fw / 2 - 0.05))
-                        cz = iz0 + fd / 2 + 0.01 if side == 0 else iz1 - fd / 2 - 0.01
-                    else:
-                        if iz1 - iz0 < fd + 0.2:
-                            continue
-                        cz = float(rng.uniform(iz0 + fd / 2 + 0.05, iz1 - fd / 2 - 0.05))
-                        cx = ix1 - fw / 2 - 0.01 if side == 1 else ix0 + fw / 2 + 0.01
-                    ef = extra_front
-                    fp = [cx - fw / 2, cz - fd / 2, cx + fw / 2, cz + fd / 2]
-                    if ef:
-                        grow = {
-                            0: (0, 0, 0, ef),
-                            1: (-ef, 0, 0, 0),
-                            2: (0, -ef, 0, 0),
-                            3: (0, 0, ef, 0),
-                        }[side]
-                        fp = [fp[0] + grow[0], fp[1] + grow[1], fp[2] + grow[2], fp[3] + grow[3]]
-                if placement == "wallhang":
-                    if any(overlap(fp, q, 0.1) for q in hanging) or any(
-                        overlap(fp, q) for q in keep_out
-                    ):
-                        continue
-                    hanging.append(fp)
-                    add_object(name, color, state, room, cx, cz, k, y=1.2, size_boxes=(size, boxes))
-                    break
-                if any(overlap(fp, q, 0.5) for q in placed) or any(
+            cx, cz, k, fp = spot
+            if placement == "wallhang":
+                if any(overlap(fp, q, 0.1) for q in hanging) or any(
                     overlap(fp, q) for q in keep_out
                 ):
                     continue
-                placed.append(fp)
-                oid, top = add_object(name, color, state, room, cx, cz, k, size_boxes=(size, boxes))
-                if name in ("desk", "dining table", "table"):
-                    add_chairs(name, rng, room, cx, cz, k, fw, fd, w, dd, add_object)
-                for item, p in ON_TOP.get(name, []):
-                    if rng.random() < p:
-                        icol = str(rng.choice(BRIGHT if item != "tv" else ["black"]))
-                        ist = str(rng.choice(STATES[item])) if item in STATES else None
-                        isize, iboxes = furniture(item, icol, ist, rng)
-                        if item == "lamp" and isize[1] > 1.0:  # table lamps only on top
-                            isize, iboxes = small_lamp(icol, ist)
-                        add_object(
-                            item,
-                            icol,
-                            ist,
-                            room,
-                            cx,
-                            cz,
-                            k,
-                            y=float(top),
-                            support=oid,
-                            size_boxes=(isize, iboxes),
-                        )
-                        break
+                hanging.append(fp)
+                placer.add_object(name, color, state, room, cx, cz, k, y=1.2,
+                                  size_boxes=(size, boxes))  # fmt: skip
                 break
+            if any(overlap(fp, q, 0.5) for q in placed) or any(overlap(fp, q) for q in keep_out):
+                continue
+            placed.append(fp)
+            oid, top = placer.add_object(name, color, state, room, cx, cz, k,
+                                         size_boxes=(size, boxes))  # fmt: skip
+            if name in _TABLES:
+                fw, fd = (size[0], size[2]) if k % 2 == 0 else (size[2], size[0])
+                add_chairs(name, rng, room, cx, cz, k, fw, fd, size[0], size[2], placer.add_object)
+            _add_on_top(placer, name, room, cx, cz, k, oid, float(top))
+            break
 
-    v, t, c, o = mb.arrays()
-    if min_triangles and len(t) < min_triangles:
-        v, t, c, o = subdivide_to(v, t, c, o, min_triangles)
-    return Apartment(seed, rooms, objects, doorways, v, t, c, o)
+
+def _add_on_top(
+    placer: _Placer, name: str, room: Room, cx: float, cz: float, k: int, oid: int, top: float
+) -> None:
+    """At most one item on a support (``ON_TOP``: a TV on a TV stand, a lamp on a nightstand)."""
+    rng = placer.rng
+    for item, p in ON_TOP.get(name, []):
+        if rng.random() < p:
+            icol = str(rng.choice(BRIGHT if item != "tv" else ["black"]))
+            ist = str(rng.choice(STATES[item])) if item in STATES else None
+            isize, iboxes = furniture(item, icol, ist, rng)
+            if item == "lamp" and isize[1] > 1.0:  # table lamps only on top
+                isize, iboxes = small_lamp(icol, ist)
+            placer.add_object(item, icol, ist, room, cx, cz, k, y=top, support=oid,
+                              size_boxes=(isize, iboxes))  # fmt: skip
+            break
