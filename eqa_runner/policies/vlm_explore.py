@@ -59,7 +59,7 @@ from eqa_runner.policies.config import (
 )
 from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.policies.exploration import Exploration
-from eqa_runner.policies.explore import EXPRESS, ExplorePolicy
+from eqa_runner.policies.explore import ExplorePolicy
 from eqa_runner.policies.frontier import FrontierProposer
 from eqa_runner.policies.proposer import (
     AgentState,
@@ -389,8 +389,8 @@ class GuidedExplorePolicy(ExplorePolicy):
     ``stop_rule``: ``protocol`` — the task protocol's per-step check decides (as ``re``/``fbe``);
     ``confidence`` — stop when the proposer's stop confidence reaches ``stop_threshold``;
     ``either`` — whichever says stop first. With ``protocol_check`` (default) the protocol's
-    per-step question is asked every step under every rule (HM-EQA records its per-step answer
-    there); ``false`` skips it under ``confidence`` (saves EXPRESS's stop check call per step).
+    per-step question is asked every step under every rule (a protocol may record its per-step
+    answer there); ``false`` skips it under ``confidence`` (saves a stop check call per step).
     """
 
     def __init__(
@@ -409,7 +409,7 @@ class GuidedExplorePolicy(ExplorePolicy):
         unreachable_hop: str = ExplorePolicyConfig.unreachable_hop,
         estimate_steps: int = ExplorePolicyConfig.estimate_steps,
         image_size: tuple[int, int] = (SimConfig.width, SimConfig.height),
-        protocol: ExploreProtocol | None = EXPRESS,
+        protocol: ExploreProtocol | None = None,
     ) -> None:
         if stop_rule not in STOP_RULES:
             raise ConfigError(f"policy.stop_rule={stop_rule!r}: expected one of {STOP_RULES}")

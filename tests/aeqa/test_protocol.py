@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from eqa_runner.data.commands import check_aeqa
+from eqa_runner.benchmarks.aeqa.protocol import AEQAProtocol, path_len_xz
+from eqa_runner.benchmarks.aeqa.task import AEQATask
+from eqa_runner.benchmarks.aeqa.data import check_aeqa
 from eqa_runner.data.commands import main as data_main
 from eqa_runner.errors import DataError
 from eqa_runner.images import decode_frame, encode_frame
-from eqa_runner.policies.aeqa import AEQAProtocol, path_len_xz
 from eqa_runner.policies.explore import ExplorePolicy
 from eqa_runner.policies.frame_memory import FrameMemory
 from eqa_runner.run.loop import run
-from eqa_runner.tasks.aeqa import AEQATask
 
 
 def _frame(v: int, size=(200, 100)) -> np.ndarray:
@@ -78,7 +78,7 @@ def test_path_len_xz():
 
 def test_config_composes_the_task_preset(compose_cfg, aeqa_demo):
     cfg = compose_cfg(["task=aeqa", "policy=fbe", f"task.data_dir={aeqa_demo}"])
-    assert cfg.judge._target_ == "eqa_runner.scoring.aeqa.AEQAJudge"
+    assert cfg.judge._target_ == "eqa_runner.benchmarks.aeqa.judge.AEQAJudge"
     assert cfg.protocol.num_steps == 50 and cfg.protocol.memory_frames == 8
     assert (cfg.sim.width, cfg.sim.height, cfg.sim.hfov_deg, cfg.sim.tilt_deg) == (
         1280,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from hydra.utils import instantiate
 
+from eqa_runner.benchmarks.express.eac import EACJudge
+from eqa_runner.benchmarks.express.task import ExpressTask
 from eqa_runner.policies.explore import ExplorePolicy, RandomProposer
-from eqa_runner.scoring.express_eac import EACJudge
-from eqa_runner.tasks.express import ExpressTask
 
 
 def test_task_express_policy_re_composes_with_eac(compose_cfg):

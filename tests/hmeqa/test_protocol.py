@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from eqa_runner.benchmarks.hmeqa.protocol import HMEQAProtocol
 from eqa_runner.llm.usage import Completion
-from eqa_runner.policies.hmeqa import HMEQAProtocol
 from eqa_runner.run.loop import run
 from eqa_runner.types import Episode
 
@@ -143,11 +143,10 @@ def test_constructor_defaults_are_the_schemas():
     import inspect
     from dataclasses import MISSING, fields
 
-    from eqa_runner.policies.config import HMEQAProtocolConfig
-    from eqa_runner.scoring.config import HMEQAJudgeConfig
-    from eqa_runner.scoring.hmeqa import HMEQAJudge
+    from eqa_runner.benchmarks.hmeqa.config import HMEQAJudgeConfig, HMEQAProtocolConfig
+    from eqa_runner.benchmarks.hmeqa.judge import HMEQAJudge
+    from eqa_runner.benchmarks.hmeqa.task import HMEQATask
     from eqa_runner.tasks.config import HMEQATaskConfig
-    from eqa_runner.tasks.hmeqa import HMEQATask
 
     pairs = [
         (HMEQATask, HMEQATaskConfig),
