@@ -9,7 +9,7 @@ import argparse
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from eqa_runner.data.checks import CheckReport, find_scene
+from eqa_runner.data.checks import CheckReport
 
 EPISODES_URL = "https://dl.fbaipublicfiles.com/habitat/data/datasets/eqa/mp3d/v1/eqa_mp3d_v1.zip"
 INSTRUCTIONS = """\
@@ -50,10 +50,11 @@ def check_mp3d_eqa(
     st = rep.stats.setdefault(split, {"expected": len(by_scene), "present": 0})
     st["questions"] = len(eps)
     for scene, n in sorted(by_scene.items()):
-        glb = find_scene(task.scenes_dir, scene, (".glb",))
-        nav = find_scene(task.scenes_dir, str(Path(scene).with_suffix(".navmesh")), (".navmesh",))
-        demo = find_scene(task.scenes_dir, str(Path(scene).with_suffix(".scene.json")), (".json",))
-        if glb is None or (nav is None and demo is None):
+        path = task.scenes_dir / scene  # mp3d/<house>/<house>.glb, as habitat-lab joins it
+        glb = path if path.is_file() else None
+        nav = path.with_suffix(".navmesh").is_file()
+        demo = path.with_suffix(".scene.json").is_file()  # a demo scene: the navmesh is baked
+        if glb is None or not (nav or demo):
             what = "mesh (.glb)" if glb is None else "navmesh (.navmesh)"
             rep.missing.append(f"scene {scene}: no {what} under {task.scenes_dir} ({n} episodes)")
         elif glb.stat().st_size == 0:

@@ -151,9 +151,11 @@ def _episode(
     views = view_points(sim, apt, o, rng)
     goal = np.asarray(o.position, dtype=float)
     start = start_for(sim, apt, views[0], o.room, rng) if views else None
-    path = sim.shortest_path(start, views[0]) if start is not None else None
-    if not path:
+    if start is None:
         return None
+    path = sim.shortest_path(start, views[0])
+    if not path or not math.isfinite(sim.geodesic_distance(start, goal)):
+        return None  # the run measures d_T to the goal itself: it must be reachable
     yaw = float(rng.uniform(-math.pi, math.pi))
     text = TEMPLATES[kind].format(obj=o.name, room=o.room)
     return {

@@ -71,7 +71,7 @@ class MP3DEQAJudge(Judge):
             out["accuracy"][i] = 100.0 * float(m.get("accuracy") or 0.0)
             if m.get("nav_valid"):
                 for d in DISTANCES:
-                    out[d][i] = float(m[d])
+                    out[d][i] = float(m.get(d) or 0.0)
         return out
 
     def progress_value(self, metrics: Mapping[str, float | None]) -> float | None:

@@ -103,7 +103,7 @@ class MP3DEQAProtocol(ExploreProtocol):
         t1 = time.perf_counter()
         word = "yes" if rec["step"] >= OFFLINE_STOP_AFTER else "no"
         mem = self.memory(x)
-        frame = mem.latest()
+        frame = mem.latest
         images = (ImagePart(frame.data, mem.mime),) if frame else ()
         c = await x.stop_llm.acomplete(
             self.stop_messages(x.episode, ctx.prompts_dir, *images),
