@@ -12,6 +12,7 @@ line followed by ``error:``) must fail.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shlex
 from collections.abc import Iterator
@@ -27,7 +28,13 @@ from eqa_runner.__main__ import expand_num_shards
 from tests.conftest import CONF, ROOT
 
 PACKAGE = ROOT / "eqa_runner"
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+# the plugins' pages too, where the plugin is installed (CI installs them: scripts/setup.sh)
+PLUGIN_DOCS = [
+    p
+    for p in sorted((ROOT / "plugins").glob("*/README.md"))
+    if importlib.util.find_spec(p.parent.name.replace("-", "_")) is not None
+]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *PLUGIN_DOCS]
 GROUPS = ("run", "task", "policy", "llm", "judge", "sim", "protocol", "prompts", "hydra")
 _KEY = re.compile(
     r"(?<![\w./$-])(?:" + "|".join(GROUPS) + r")\.[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?![\w(/-])"
@@ -119,13 +126,18 @@ def examples() -> list[tuple[str, str, bool]]:
 
 # ---------------------------------------------------------------- composing
 def _compose(overrides: list[str]) -> DictConfig:
+    return _compose_cached(tuple(overrides))
+
+
+@cache
+def _compose_cached(overrides: tuple[str, ...]) -> DictConfig:
     from eqa_runner.run.configstore import register_configs
 
     register_configs()
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-            return compose("config", overrides=overrides, return_hydra_config=True)
+            return compose("config", overrides=list(overrides), return_hydra_config=True)
     finally:
         GlobalHydra.instance().clear()
 
@@ -141,18 +153,21 @@ def _paths(node: object, prefix: str = "") -> Iterator[str]:
 
 
 def _options(group: str) -> list[str]:
-    return sorted(p.relative_to(CONF / group).with_suffix("").as_posix()
-                  for p in (CONF / group).rglob("*.yaml"))  # fmt: skip
+    """A group's options in eqa_runner's tree and in the installed plugins' config dirs."""
+    from eqa_runner.registry import config_paths
+
+    return sorted({p.relative_to(d / group).with_suffix("").as_posix()
+                   for d in (CONF, *config_paths()) for p in (d / group).rglob("*.yaml")})  # fmt: skip
 
 
 @cache
 def composed_keys() -> frozenset[str]:
-    """Every key path of every composition: each option of each group, with an exploration
-    task for exploration policies (they read its protocol)."""
+    """Every key path of every composition: each option of each group that brings keys of its
+    own, with an exploration task for exploration policies (they read its protocol)."""
     runs: list[list[str]] = [[]]
     runs += [[f"task={t}"] for t in _options("task")]
     runs += [[f"policy={p}", "task=express"] for p in _options("policy")]
-    for group in ("sim", "llm", "judge", "experiment", "hydra/launcher"):
+    for group in ("sim", "judge", "hydra/launcher"):  # (llm presets and experiments add no keys)
         runs += [[f"{group}={o}"] for o in _options(group)]
     keys: set[str] = set()
     for overrides in runs:
@@ -206,10 +221,15 @@ def overrides_of(cmd: str) -> list[str] | None:
 
 
 def compose_example(overrides: list[str]) -> None:
+    """Compose, then the checks a run makes before it writes anything: the schema rules and
+    whether task, policy and judge fit (capabilities)."""
+    from eqa_runner.run.build import check_capabilities
     from eqa_runner.schema import check_config
 
     for variant in _variants(overrides):
-        check_config(_compose(variant))  # the checker skips the hydra node
+        cfg = _compose(variant)
+        check_config(cfg)  # the checker skips the hydra node
+        check_capabilities(cfg)
 
 
 # ---------------------------------------------------------------- the tests

@@ -13,9 +13,9 @@ PROVIDER = "eqa_runner-plugin"
 def is_eqa_runner_tree(path: str) -> bool:
     """Whether a search-path entry is eqa_runner's shipped config tree."""
     p = path.rstrip("/").replace("\\", "/")
-    return p in ("pkg://eqa_runner.conf", "pkg://eqa_runner/conf") or (
-        p.startswith("file://") and p.endswith("/eqa_runner/conf")
-    )
+    if p in ("pkg://eqa_runner.conf", "pkg://eqa_runner/conf"):
+        return True
+    return not p.startswith("pkg://") and p.removeprefix("file://").endswith("/eqa_runner/conf")
 
 
 class EqaRunnerPluginsSearchPath(SearchPathPlugin):
