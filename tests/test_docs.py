@@ -156,8 +156,11 @@ def _options(group: str) -> list[str]:
     """A group's options in eqa_runner's tree and in the installed plugins' config dirs."""
     from eqa_runner.registry import config_paths
 
-    return sorted({p.relative_to(d / group).with_suffix("").as_posix()
-                   for d in (CONF, *config_paths()) for p in (d / group).rglob("*.yaml")})  # fmt: skip
+    dirs = (CONF, *config_paths())
+    found = {
+        p.relative_to(d / group).with_suffix("") for d in dirs for p in (d / group).rglob("*.yaml")
+    }
+    return sorted(p.as_posix() for p in found)
 
 
 @cache
