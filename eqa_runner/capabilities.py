@@ -65,7 +65,7 @@ def check_fit(
     if missing:
         raise ConfigError(
             f"policy={p_name} needs {describe(missing)}; task={t_name} provides "
-            f"{listed(t_gives)} (docs/extending.md: capabilities)"
+            f"{listed(t_gives)} (docs/architecture.md: capabilities)"
         )
     if judge is None:
         return
@@ -75,5 +75,5 @@ def check_fit(
         raise ConfigError(
             f"judge={j_name} reads {describe(missing)}; task={t_name} provides "
             f"{listed(t_gives)}, policy={p_name} adds {listed(p_gives)} "
-            "(docs/extending.md: capabilities)"
+            "(docs/architecture.md: capabilities)"
         )

@@ -128,7 +128,7 @@ def test_cli_incompatible_policy_is_one_line_error(tmp_path):
     assert line == [
         "error: policy=re needs an exploration protocol, a simulator (a scene and a start "
         "pose); task=openeqa_em provides frames, open_answer, question "
-        "(docs/extending.md: capabilities)"
+        "(docs/architecture.md: capabilities)"
     ]
     assert not (tmp_path / "run").exists()  # refused before the run dir is made
 

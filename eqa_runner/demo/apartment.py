@@ -10,7 +10,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -124,7 +124,8 @@ def generate_apartment(
     ceiling: bool = True,
     min_triangles: int = 0,
 ) -> Apartment:
-    """A deterministic apartment for ``seed`` (4-8 rooms, 10-30 objects)."""
+    """A deterministic apartment for ``seed`` (4-8 rooms, 10-30 objects): rooms split from a
+    rectangle, doorways on a spanning tree, walls, doors on private rooms, then furniture."""
     rng = np.random.default_rng(seed)
     n_rooms = int(n_rooms if n_rooms is not None else rng.integers(4, 7))
     n_rooms = int(np.clip(n_rooms, 4, 8))
@@ -133,20 +134,22 @@ def generate_apartment(
     rects = split_rooms(rng, width, depth, n_rooms)
     rooms = _name_rooms(rng, rects)
     doorways = _doorways(rng, rects, rooms)
-    mb = MeshBuilder()
-    _structure(mb, rooms, rects, doorways, width, depth, ceiling)
-    placer = _Placer(mb, rng)
-    _add_doors(placer, rooms, doorways)
+    b = _Builder(rng)
+    _shell(b.mb, rooms, rects, doorways, (width, depth), ceiling)
+    _doors(b, rooms, doorways)
     for room in rooms:
-        _furnish(placer, room, doorways)
-    v, t, c, o = mb.arrays()
+        _furnish(b, room, doorways)
+    v, t, c, o = b.mb.arrays()
     if min_triangles and len(t) < min_triangles:
         v, t, c, o = subdivide_to(v, t, c, o, min_triangles)
-    return Apartment(seed, rooms, placer.objects, doorways, v, t, c, o)
+    return Apartment(seed, rooms, b.objects, doorways, v, t, c, o)
 
 
-def _name_rooms(rng: np.random.Generator, rects: list[list[float]]) -> list[Room]:
-    """The largest room is the living room, the smallest the bathroom, the rest at random."""
+Rect = Any  # (x0, z0, x1, z1) of a room, as split_rooms returns it
+
+
+def _name_rooms(rng: np.random.Generator, rects: list[Rect]) -> list[Room]:
+    """The largest room is the living room, the smallest the bathroom, the rest drawn."""
     order = sorted(
         range(len(rects)), key=lambda i: -(rects[i][2] - rects[i][0]) * (rects[i][3] - rects[i][1])
     )
@@ -162,9 +165,9 @@ def _name_rooms(rng: np.random.Generator, rects: list[list[float]]) -> list[Room
 
 
 def _doorways(
-    rng: np.random.Generator, rects: list[list[float]], rooms: list[Room]
+    rng: np.random.Generator, rects: list[Rect], rooms: list[Room]
 ) -> list[dict[str, Any]]:
-    """A random spanning tree over the shared walls long enough for a door."""
+    """Doorways on a random spanning tree over shared walls long enough for a door."""
     edges = [e for e in shared_edges(rects) if e[5] - e[4] >= DOOR_W + 0.6]
     rng.shuffle(edges)
     parent = list(range(len(rects)))
@@ -192,16 +195,16 @@ def _doorways(
     return doorways
 
 
-def _structure(
+def _shell(
     mb: MeshBuilder,
     rooms: list[Room],
-    rects: list[list[float]],
+    rects: list[Rect],
     doorways: list[dict[str, Any]],
-    width: float,
-    depth: float,
+    size: tuple[float, float],
     ceiling: bool,
 ) -> None:
-    """Floors, the ceiling and the walls (outer boundary + shared segments, doorway gaps)."""
+    """Floors, the ceiling, and the walls (outer boundary + shared segments) with doorway gaps."""
+    width, depth = size
     for r in rooms:
         (x0, z0), (x1, z1) = r.bounds
         mb.quad_y(x0, z0, x1, z1, 0.0, r.floor_rgb)
@@ -237,15 +240,18 @@ def _structure(
                 mb.box((p0, y0, line - WALL_T / 2), (p1, y1, line + WALL_T / 2), WALL_RGB)
 
 
-class _Placer:
-    """Adds named objects (their boxes, rotated by quarter turns) to the mesh and the list."""
+class _Builder:
+    """The mesh and the object list of an apartment being furnished."""
 
-    def __init__(self, mb: MeshBuilder, rng: np.random.Generator) -> None:
-        self.mb, self.rng = mb, rng
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self.mb = MeshBuilder()
         self.objects: list[SceneObject] = []
 
-    def add_object(self, name, color, state, room, x, z, yaw_k, y=0.0, support=None,
-                   size_boxes=None):  # fmt: skip
+    def add_object(
+        self, name, color, state, room, x, z, yaw_k, y=0.0, support=None, size_boxes=None
+    ) -> tuple[int, float]:
+        """Place an object (its boxes rotated by ``yaw_k`` quarter turns) and describe it."""
         size, boxes = size_boxes or furniture(name, color, state, self.rng)
         oid = len(self.objects)
         ang = yaw_k * math.pi / 2
@@ -278,46 +284,42 @@ class _Placer:
 PRIVATE_ROOMS = ("bathroom", "bedroom", "guest bedroom", "office", "laundry room")
 
 
-def _add_doors(placer: _Placer, rooms: list[Room], doorways: list[dict[str, Any]]) -> None:
-    """A door on each private room (one per room); closed (room inaccessible) only for a leaf
-    room, and then with probability 0.35."""
+def _doors(b: _Builder, rooms: list[Room], doorways: list[dict[str, Any]]) -> None:
+    """One door per private room; closed (the room inaccessible) only for a leaf room."""
     deg = {r.name: sum(r.name in d["rooms"] for d in doorways) for r in rooms}
     for d in doorways:
         priv = [n for n in d["rooms"] if n in PRIVATE_ROOMS]
-        if not priv or any(o.name == "door" and o.room == priv[0] for o in placer.objects):
+        if not priv or any(o.name == "door" and o.room == priv[0] for o in b.objects):
             continue
         room = next(r for r in rooms if r.name == priv[0])
-        closed = deg[room.name] == 1 and placer.rng.random() < 0.35
-        color = str(placer.rng.choice(["white", "brown"]))
-        state: str | None = "closed" if closed else "open"
-        lo, hi = _door_box(d, room, closed)
-        size = tuple(float(b - a) for a, b in zip(lo, hi, strict=True))
-        boxes: list[Box] = [(lo, hi, COLORS[color])]
-        placer.add_object("door", color, state, room, 0.0, 0.0, 0, size_boxes=(size, boxes))
+        closed = deg[room.name] == 1 and b.rng.random() < 0.35
+        color = str(b.rng.choice(["white", "brown"]))
+        w, t, c, line = d["width"] - 0.04, 0.04, d["center"], d["line"]
+        if closed:  # (along-wall lo, hi), (across-wall lo, hi)
+            along, across = (c - w / 2, c + w / 2), (line - t / 2, line + t / 2)
+        else:  # swung open into the private room, against the jamb
+            lo_edge = room.bounds[0][d["axis"]]
+            sgn = 1.0 if abs(lo_edge - line) < 1e-6 else -1.0
+            a0, a1 = line + sgn * WALL_T / 2, line + sgn * (WALL_T / 2 + w)
+            along, across = (c - w / 2, c - w / 2 + t), (min(a0, a1), max(a0, a1))
+        corner_lo: tuple[float, float, float]
+        corner_hi: tuple[float, float, float]
+        if d["axis"] == 1:  # wall along x at z = line
+            corner_lo = (along[0], 0.0, across[0])
+            corner_hi = (along[1], DOOR_H - 0.02, across[1])
+        else:  # wall along z at x = line
+            corner_lo = (across[0], 0.0, along[0])
+            corner_hi = (across[1], DOOR_H - 0.02, along[1])
+        size = tuple(float(hi - lo) for lo, hi in zip(corner_lo, corner_hi, strict=True))
+        boxes: list[Box] = [(corner_lo, corner_hi, COLORS[color])]
+        state = "closed" if closed else "open"
+        b.add_object("door", color, state, room, 0.0, 0.0, 0, size_boxes=(size, boxes))
         if closed:
             room.accessible = False
 
 
-def _door_box(
-    d: dict[str, Any], room: Room, closed: bool
-) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
-    """The door leaf's box: in the doorway when closed, else swung into the room, against the
-    jamb."""
-    w, t, c, line = d["width"] - 0.04, 0.04, d["center"], d["line"]
-    if closed:  # (along-wall lo, hi), (across-wall lo, hi)
-        along, across = (c - w / 2, c + w / 2), (line - t / 2, line + t / 2)
-    else:
-        lo_edge = room.bounds[0][d["axis"]]
-        sgn = 1.0 if abs(lo_edge - line) < 1e-6 else -1.0
-        a0, a1 = line + sgn * WALL_T / 2, line + sgn * (WALL_T / 2 + w)
-        along, across = (c - w / 2, c - w / 2 + t), (min(a0, a1), max(a0, a1))
-    if d["axis"] == 1:  # wall along x at z = line
-        return (along[0], 0.0, across[0]), (along[1], DOOR_H - 0.02, across[1])
-    return (across[0], 0.0, along[0]), (across[1], DOOR_H - 0.02, along[1])  # along z at x = line
-
-
 def _keep_out(room: Room, doorways: list[dict[str, Any]]) -> list[list[float]]:
-    """Footprints kept free in front of the room's doorways."""
+    """Footprints in front of the room's doorways where no furniture goes."""
     out = []
     for d in doorways:
         if room.name not in d["rooms"]:
@@ -330,30 +332,81 @@ def _keep_out(room: Room, doorways: list[dict[str, Any]]) -> list[list[float]]:
     return out
 
 
-_TABLES = ("desk", "dining table", "table")
-_SIDE_YAW = {0: 0, 1: 3, 2: 2, 3: 1}  # wall side (0: z0, 1: x1, 2: z1, 3: x0) -> quarter turns
-_GROW = {0: (0, 0, 0, 1), 1: (-1, 0, 0, 0), 2: (0, -1, 0, 0), 3: (0, 0, 1, 0)}
+TABLES = ("desk", "dining table", "table")  # get chairs and room in front
+
+
+def _furnish(b: _Builder, room: Room, doorways: list[dict[str, Any]]) -> None:
+    """The room's furniture (``ROOM_CONTENT``): up to 60 tries per item for a free footprint."""
+    (x0, z0), (x1, z1) = room.bounds
+    inner = (x0 + WALL_T / 2, z0 + WALL_T / 2, x1 - WALL_T / 2, z1 - WALL_T / 2)
+    keep_out = _keep_out(room, doorways)
+    placed: list[list[float]] = []
+    hanging: list[list[float]] = []
+    for name, placement, palette, prob in ROOM_CONTENT[room.name]:
+        if b.rng.random() > prob:
+            continue
+        color = str(b.rng.choice(palette))
+        state = str(b.rng.choice(STATES[name])) if name in STATES else None
+        size, boxes = furniture(name, color, state, b.rng)
+        extra_front = 0.7 if name in TABLES else 0.0
+        for _ in range(60):
+            spot = _spot(b.rng, placement, inner, size, extra_front)
+            if spot is False:
+                break
+            if spot is None:
+                continue
+            cx, cz, k, fw, fd, fp = spot
+            if placement == "wallhang":
+                if any(overlap(fp, q, 0.1) for q in hanging) or any(
+                    overlap(fp, q) for q in keep_out
+                ):
+                    continue
+                hanging.append(fp)
+                b.add_object(name, color, state, room, cx, cz, k, y=1.2, size_boxes=(size, boxes))
+                break
+            if any(overlap(fp, q, 0.5) for q in placed) or any(overlap(fp, q) for q in keep_out):
+                continue
+            placed.append(fp)
+            oid, top = b.add_object(name, color, state, room, cx, cz, k, size_boxes=(size, boxes))
+            if name in TABLES:
+                add_chairs(name, b.rng, room, cx, cz, k, fw, fd, size[0], size[2], b.add_object)
+            _put_on_top(b, room, name, oid, float(top), (cx, cz, k))
+            break
+
+
+Spot = tuple[float, float, int, float, float, list[float]]
 
 
 def _spot(
-    rng: np.random.Generator, placement: str, inner: tuple[float, ...], size: Any, extra: float
-) -> tuple[float, float, int, list[float]] | str | None:
-    """One random candidate (cx, cz, quarter turns, footprint) for ``placement``; ``"stop"`` when
-    the room is too small for a centre piece, None for a candidate to skip."""
+    rng: np.random.Generator,
+    placement: str,
+    inner: tuple[float, float, float, float],
+    size: tuple[float, float, float],
+    extra_front: float,
+) -> Spot | None | Literal[False]:
+    """A drawn (cx, cz, yaw_k, footprint w, footprint d, footprint) for an item; None: draw
+    again; False: a centred item does not fit the room at all."""
     ix0, iz0, ix1, iz1 = inner
     w, _, dd = size
     if placement == "center":
         k = int(rng.integers(0, 2))
         fw, fd = (w, dd) if k % 2 == 0 else (dd, w)
-        m = 1.0 + extra
+        m = 1.0 + extra_front
         if ix1 - ix0 < fw + 2 * m or iz1 - iz0 < fd + 2 * m:
-            return "stop"
+            return False
         cx = float(rng.uniform(ix0 + m + fw / 2, ix1 - m - fw / 2))
         cz = float(rng.uniform(iz0 + m + fd / 2, iz1 - m - fd / 2))
-        return cx, cz, k, [cx - fw / 2 - extra, cz - fd / 2 - extra, cx + fw / 2 + extra,
-                           cz + fd / 2 + extra]  # fmt: skip
-    side = int(rng.integers(0, 4))
-    k = _SIDE_YAW[side]
+        ef = extra_front
+        return (
+            cx,
+            cz,
+            k,
+            fw,
+            fd,
+            [cx - fw / 2 - ef, cz - fd / 2 - ef, cx + fw / 2 + ef, cz + fd / 2 + ef],
+        )
+    side = int(rng.integers(0, 4))  # 0: z0 wall, 1: x1, 2: z1, 3: x0
+    k = {0: 0, 1: 3, 2: 2, 3: 1}[side]
     fw, fd = (w, dd) if k % 2 == 0 else (dd, w)
     if side in (0, 2):
         if ix1 - ix0 < fw + 0.2:
@@ -366,66 +419,26 @@ def _spot(
         cz = float(rng.uniform(iz0 + fd / 2 + 0.05, iz1 - fd / 2 - 0.05))
         cx = ix1 - fw / 2 - 0.01 if side == 1 else ix0 + fw / 2 + 0.01
     fp = [cx - fw / 2, cz - fd / 2, cx + fw / 2, cz + fd / 2]
-    if extra:
-        fp = [v + g * extra for v, g in zip(fp, _GROW[side], strict=True)]
-    return cx, cz, k, fp
+    if extra_front:  # room in front of a table, away from its wall
+        ef = extra_front
+        grow = {0: (0, 0, 0, ef), 1: (-ef, 0, 0, 0), 2: (0, -ef, 0, 0), 3: (0, 0, ef, 0)}[side]
+        fp = [fp[0] + grow[0], fp[1] + grow[1], fp[2] + grow[2], fp[3] + grow[3]]
+    return cx, cz, k, fw, fd, fp
 
 
-def _furnish(placer: _Placer, room: Room, doorways: list[dict[str, Any]]) -> None:
-    """The room's furniture (``ROOM_CONTENT``), chairs at tables and items on top."""
-    rng = placer.rng
-    (x0, z0), (x1, z1) = room.bounds
-    inner = (x0 + WALL_T / 2, z0 + WALL_T / 2, x1 - WALL_T / 2, z1 - WALL_T / 2)
-    keep_out = _keep_out(room, doorways)
-    placed: list[list[float]] = []
-    hanging: list[list[float]] = []
-    for name, placement, palette, prob in ROOM_CONTENT[room.name]:
-        if rng.random() > prob:
-            continue
-        color = str(rng.choice(palette))
-        state = str(rng.choice(STATES[name])) if name in STATES else None
-        size, boxes = furniture(name, color, state, rng)
-        extra = 0.7 if name in _TABLES else 0.0
-        for _ in range(60):
-            spot = _spot(rng, placement, inner, size, extra)
-            if spot == "stop":
-                break
-            if spot is None or isinstance(spot, str):
-                continue
-            cx, cz, k, fp = spot
-            if placement == "wallhang":
-                if any(overlap(fp, q, 0.1) for q in hanging) or any(
-                    overlap(fp, q) for q in keep_out
-                ):
-                    continue
-                hanging.append(fp)
-                placer.add_object(name, color, state, room, cx, cz, k, y=1.2,
-                                  size_boxes=(size, boxes))  # fmt: skip
-                break
-            if any(overlap(fp, q, 0.5) for q in placed) or any(overlap(fp, q) for q in keep_out):
-                continue
-            placed.append(fp)
-            oid, top = placer.add_object(name, color, state, room, cx, cz, k,
-                                         size_boxes=(size, boxes))  # fmt: skip
-            if name in _TABLES:
-                fw, fd = (size[0], size[2]) if k % 2 == 0 else (size[2], size[0])
-                add_chairs(name, rng, room, cx, cz, k, fw, fd, size[0], size[2], placer.add_object)
-            _add_on_top(placer, name, room, cx, cz, k, oid, float(top))
-            break
-
-
-def _add_on_top(
-    placer: _Placer, name: str, room: Room, cx: float, cz: float, k: int, oid: int, top: float
+def _put_on_top(
+    b: _Builder, room: Room, name: str, oid: int, top: float, pose: tuple[float, float, int]
 ) -> None:
-    """At most one item on a support (``ON_TOP``: a TV on a TV stand, a lamp on a nightstand)."""
-    rng = placer.rng
+    """At most one small item (``ON_TOP``) on a placed piece of furniture."""
+    cx, cz, k = pose
     for item, p in ON_TOP.get(name, []):
-        if rng.random() < p:
-            icol = str(rng.choice(BRIGHT if item != "tv" else ["black"]))
-            ist = str(rng.choice(STATES[item])) if item in STATES else None
-            isize, iboxes = furniture(item, icol, ist, rng)
+        if b.rng.random() < p:
+            icol = str(b.rng.choice(BRIGHT if item != "tv" else ["black"]))
+            ist = str(b.rng.choice(STATES[item])) if item in STATES else None
+            isize, iboxes = furniture(item, icol, ist, b.rng)
             if item == "lamp" and isize[1] > 1.0:  # table lamps only on top
                 isize, iboxes = small_lamp(icol, ist)
-            placer.add_object(item, icol, ist, room, cx, cz, k, y=top, support=oid,
-                              size_boxes=(isize, iboxes))  # fmt: skip
+            b.add_object(
+                item, icol, ist, room, cx, cz, k, y=top, support=oid, size_boxes=(isize, iboxes)
+            )
             break

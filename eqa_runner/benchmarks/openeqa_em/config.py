@@ -15,7 +15,7 @@ from eqa_runner.schema import bounded, one_of
 from eqa_runner.scoring.config import JudgeConfig
 from eqa_runner.tasks.config import TaskConfig
 
-OPENEQA_SPLITS = ("all", "val", "test")  # OpenEQA has no official split: use all
+OPENEQA_SPLITS = ("all",)  # OpenEQA has no official split: another value is refused
 OPENEQA_SUBSETS = ("hm3d", "scannet")
 
 
