@@ -58,7 +58,8 @@ def _lab_package(tmp_path: Path) -> Path:
     (pkg / "conf" / "policy").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
     (pkg / "conf" / "__init__.py").write_text("")
-    (pkg / "echo.py").write_text(textwrap.dedent('''
+    (pkg / "echo.py").write_text(
+        textwrap.dedent("""
         from eqa_runner.policies.base import Policy
         from eqa_runner.types import Prediction
 
@@ -68,7 +69,8 @@ def _lab_package(tmp_path: Path) -> Path:
 
             async def predict(self, episode, ctx):
                 return Prediction(answer=" ".join([episode.question] * self.repeat))
-    '''))
+    """)
+    )
     (pkg / "conf" / "policy" / "echo.yaml").write_text(
         "defaults:\n  - base_echo\n  - _self_\n\n_target_: echo_lab.echo.Echo\n"
     )

@@ -195,6 +195,7 @@ def test_protocol_asks_for_goal_distances_and_an_off_floor_goal(tmp_path):
     """A protocol whose goal is an object above the floor (``goal_on_floor = False``) and that
     asks for the distance at every step (``goal_distance_each_step``) gets both: no off-floor
     refusal, and ``goal_distances`` = the start, each step, the end."""
+
     class ObjectGoal(ExpressProtocol):
         goal_on_floor = False
         goal_distance_each_step = True
