@@ -571,8 +571,11 @@ class MeshSimulator(Simulator):
     def navigable_map(self, floor_y: float, cell_m: float = 0.1) -> NavigableMap:
         """The floor grid of ``floor_y`` (this backend's own cells; ``cell_m`` is not used)."""
         g = self._grid()
-        if abs(g.floor_y - floor_y) > self.agent_max_climb:
-            g = self._grids.setdefault(round(floor_y, 2), self.build_grid(floor_y))
+        if abs(g.floor_y - floor_y) > self.agent_max_climb:  # another storey: its own grid
+            key = round(floor_y, 2)
+            if key not in self._grids:
+                self._grids[key] = self.build_grid(floor_y)
+            g = self._grids[key]
         return NavigableMap(g.navigable, (g.x0, g.z0), g.c, g.floor_y)
 
     def navigable_area(self) -> float:

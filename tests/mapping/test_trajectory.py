@@ -135,7 +135,7 @@ def test_express_run_draws_a_map_per_episode_and_a_replay(tmp_path, compose_cfg,
         t = r["trace"]
         png = tmp_path / "r" / t["trajectory_map"]
         assert png.parent.name == "maps" and Image.open(png).format == "PNG"
-        assert 0 <= r["timings"]["map_s"] < 5
+        assert 0 <= r["timings"]["map_s"] <= r["timings"]["total_s"]
         webp = Image.open(tmp_path / "r" / t["replay"])
         assert webp.format == "WEBP" and webp.n_frames == len(t["steps"])
     from eqa_runner.report.html import write_reports
