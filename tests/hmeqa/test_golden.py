@@ -48,9 +48,9 @@ def step_records(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _record(ep: Episode, answer: str | None, steps: list[dict[str, Any]], judge: HMEQAJudge):
     trace = {"steps": steps, "choices": ["a", "b", "c", "d"]}
     s = asyncio.run(judge.score(ep, Prediction(answer=answer, trace=trace), llm=None))  # type: ignore[arg-type]
-    return {"episode_id": ep.episode_id, "answer": ep.answer, "status": "ok", "judge_ok": s.ok, "metrics": s.metrics,
-            "category": "c", "subset": None, "scene": ep.scene, "trace": trace,
-            "error": None, "prediction": answer}  # fmt: skip
+    return {"episode_id": ep.episode_id, "answer": ep.answer, "status": "ok", "judge_ok": s.ok,
+            "metrics": s.metrics, "category": "c", "subset": None, "scene": ep.scene,
+            "trace": trace, "error": None, "prediction": answer}  # fmt: skip
 
 
 def project_case(case: dict[str, Any], answer_rule: str = "weighted"):
