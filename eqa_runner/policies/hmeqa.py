@@ -197,8 +197,16 @@ class HMEQAProtocol(ExploreProtocol):
         t1 = time.perf_counter()
         letters = option_letters(len(episode.meta["choices"]))
         asked = [s for s in x.steps if "answer_source" in s]
-        kw = {"n_options": len(letters), "black": self.black_steps, "tie_break": self.tie_break}
-        results = {rule: apply_rule(rule, x.steps, **kw) for rule in RULES}
+        results = {
+            rule: apply_rule(
+                rule,
+                x.steps,
+                n_options=len(letters),
+                black=self.black_steps,
+                tie_break=self.tie_break,
+            )  # fmt: skip
+            for rule in RULES
+        }
         chosen = results[self.answer_rule]
         letter = None if chosen.index is None else letters[chosen.index]
         return AnswerStep(

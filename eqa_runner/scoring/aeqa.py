@@ -278,7 +278,8 @@ class AEQAJudge(LLMMatchJudge):
         order after the records'): one without a record is a missing prediction (``not_run``)
         standing on the blind record; a record outside the blind run is left out."""
         blind: dict[str, int] = {}
-        blind_model, blind_recs = None, {}
+        blind_model: Any = None
+        blind_recs: dict[str, EpisodeRecord] = {}
         if self.applied_rule == "blind_fallback" and self.blind_run_dir is not None:
             blind, blind_model, blind_recs = load_blind_run(self.blind_run_dir)
         explores = any(r["metrics"].get("has_path") for r in records if r["status"] == "ok")
