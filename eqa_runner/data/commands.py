@@ -161,6 +161,10 @@ def check_openeqa(
     return rep
 
 
+SIMULATORS = {"mesh": "eqa_runner.sim.mesh.MeshSimulator",
+              "habitat": "eqa_runner.sim.habitat.HabitatSimulator"}  # fmt: skip
+
+
 def _find(scenes_dir: Path, scene: str, suffixes: tuple[str, ...]) -> Path | None:
     from eqa_runner.sim.base import find_scene_file
 
@@ -175,16 +179,21 @@ def check_express(
     questions_file: Path | None = None,
     scenes_dir: Path | None = None,
     poses: bool = False,
+    sim: str = "mesh",
 ) -> CheckReport:
-    """Every question's scene has a ``.glb`` + ``.navmesh`` (or a demo ``.glb``/``.ply`` with its
+    """Every question's scene is found by the ``sim`` backend (the task's presence check, the
+    one a run and a dry run make) and has a ``.navmesh`` (or is a demo ``.glb``/``.ply`` with its
     ``.scene.json``: the navmesh is baked at load), non-empty."""
-    from eqa_runner.tasks.express import QUESTIONS_FILE, load_questions
+    from eqa_runner.tasks.express import QUESTIONS_FILE, ExpressTask, load_questions
 
     data_dir = Path(data_dir)
     qfile = Path(questions_file) if questions_file else data_dir / QUESTIONS_FILE
     scenes_dir = Path(scenes_dir) if scenes_dir else data_dir / "scenes"
     eps = load_questions(qfile)
-    rep = check_express_scenes(scenes_dir, eps, "express", lambda e: e.meta.get("split", "all"))
+    task = ExpressTask(str(data_dir), questions_file=str(qfile), scenes_dir=str(scenes_dir),
+                       simulator=SIMULATORS[sim])  # fmt: skip
+    rep = check_express_scenes(scenes_dir, eps, "express", lambda e: e.meta.get("split", "all"),
+                               presence=task.missing(eps))  # fmt: skip
     if poses and not rep.missing and not rep.broken:
         rep.broken += off_floor_poses(scenes_dir, eps)
     return rep
@@ -263,9 +272,11 @@ def check_hmeqa(
     questions_file: Path | None = None,
     scenes_dir: Path | None = None,
     poses_file: Path | None = None,
+    sim: str = "mesh",
 ) -> tuple[CheckReport, list[str]]:
-    """Both CSV files load (every question's scene floor has a start pose) and every scene has
-    a ``.basis.glb`` + ``.basis.navmesh`` (or a demo ``.glb`` with its ``.scene.json``).
+    """Both CSV files load (every question's scene floor has a start pose) and every scene is
+    found by the ``sim`` backend (the task's presence check, as a run and a dry run make it) with
+    its ``.basis.navmesh`` (or is a demo ``.glb`` with its ``.scene.json``).
     Returns the report and notes (category counts, padding, answers on a padding option)."""
     from eqa_runner.tasks.hmeqa import HMEQATask
 
@@ -275,32 +286,11 @@ def check_hmeqa(
         questions_file=str(questions_file) if questions_file else None,
         poses_file=str(poses_file) if poses_file else None,
         scenes_dir=str(scenes_dir) if scenes_dir else None,
+        simulator=SIMULATORS[sim],
     )
     eps = task.load_episodes()
-    rep = CheckReport("hmeqa", questions=len(eps))
-    by_scene: dict[str, list] = defaultdict(list)
-    for e in eps:
-        by_scene[e.scene].append(e)
-    rep.items = len(by_scene)
-    st = rep.stats.setdefault("all", {"expected": len(by_scene), "present": 0, "questions": 0})
-    st["questions"] = len(eps)
-    for scene in sorted(by_scene):
-        glb = _find(task.scenes_dir, scene, GLB_SUFFIXES)
-        nav = _find(task.scenes_dir, scene, NAVMESH_SUFFIXES)
-        demo = _find(task.scenes_dir, scene, (".scene.json",))
-        files = [glb] if glb and demo and not nav else [glb, nav]
-        if not all(files):
-            what = "mesh (.basis.glb)" if not glb else "navmesh (.basis.navmesh)"
-            rep.missing.append(
-                f"scene {scene}: no {what} under {task.scenes_dir} "
-                f"({len(by_scene[scene])} questions)"
-            )
-            continue
-        empty = [str(p) for p in files if p is not None and p.stat().st_size == 0]
-        if empty:
-            rep.broken.extend(f"{p}: empty file" for p in empty)
-            continue
-        st["present"] += 1
+    rep = check_express_scenes(task.scenes_dir, eps, "hmeqa", lambda e: "all",
+                               presence=task.missing(eps))  # fmt: skip
     cats = Counter(e.category for e in eps)
     padded = Counter(len(e.meta["padding"]) for e in eps)
     on_pad = [e for e in eps if e.meta.get("answer_is_padding")]
@@ -322,14 +312,18 @@ def check_hmeqa(
 
 
 def check_aeqa(
-    data_dir: Path, questions_file: Path | None = None, scenes_dir: Path | None = None
+    data_dir: Path,
+    questions_file: Path | None = None,
+    scenes_dir: Path | None = None,
+    sim: str = "mesh",
 ) -> CheckReport:
     """Every A-EQA question has a start pose, a reference path length and its scene (a ``.glb``
     + ``.navmesh``, or a demo ``.glb`` with its ``.scene.json``): each problem listed."""
     from eqa_runner.tasks.aeqa import AEQATask, load_aeqa, load_path_lengths
 
     task = AEQATask(str(data_dir), str(questions_file) if questions_file else None,
-                    scenes_dir=str(scenes_dir) if scenes_dir else None)  # fmt: skip
+                    scenes_dir=str(scenes_dir) if scenes_dir else None,
+                    simulator=SIMULATORS[sim])  # fmt: skip
     lengths: dict[str, float] = {}
     rep = CheckReport("aeqa")
     if task.path_lengths_file.is_file():
@@ -346,7 +340,7 @@ def check_aeqa(
             for e in eps
             if e.meta["reference_path_length"] is None
         ]
-    express = check_express_scenes(task.scenes_dir, eps)
+    express = check_express_scenes(task.scenes_dir, eps, presence=task.missing(eps))
     rep.items, rep.stats = express.items, express.stats
     rep.missing += express.missing
     rep.broken += express.broken
@@ -358,9 +352,12 @@ def check_express_scenes(
     eps: list,
     benchmark: str = "aeqa",
     subset: Callable[[Any], str] = lambda e: "hm3d",
+    presence: dict[str, str] | None = None,
 ) -> CheckReport:
-    """Every episode's HM3D scene has a ``.glb`` + ``.navmesh`` (or a demo ``.glb``/``.ply`` with
-    its ``.scene.json``: the navmesh is baked at load), non-empty; counted per ``subset``."""
+    """Every episode's HM3D scene is present (``presence``: the task's ``missing``, episode id ->
+    problem, so a run, a dry run and this check agree) and has a ``.glb`` + ``.navmesh`` (or a
+    demo ``.glb``/``.ply`` with its ``.scene.json``: the navmesh is baked at load), non-empty;
+    counted per ``subset``. A present scene without navmesh, or with an empty file, is broken."""
     rep = CheckReport(benchmark, questions=len(eps))
     by_scene: dict[str, list] = defaultdict(list)
     for e in eps:
@@ -372,31 +369,50 @@ def check_express_scenes(
         )
         st["expected"] += 1
         st["questions"] += len(by_scene[scene])
-        ply = _find(scenes_dir, scene, DEMO_MESH_SUFFIXES)
-        glb = _find(scenes_dir, scene, GLB_SUFFIXES)
-        nav = _find(scenes_dir, scene, NAVMESH_SUFFIXES)
-        demo = _find(scenes_dir, scene, (".scene.json",))  # demo apartment: navmesh baked at load
-        files = [ply] if ply and not glb else [glb] if glb and demo and not nav else [glb, nav]
-        if not all(files):
-            what = "mesh (.basis.glb)" if not glb else "navmesh (.basis.navmesh)"
-            rep.missing.append(
-                f"scene {scene}: no {what} under {scenes_dir} ({len(by_scene[scene])} questions)"
-            )
-            continue
-        empty = [str(p) for p in files if p is not None and p.stat().st_size == 0]
-        if empty:
-            rep.broken.extend(f"{p}: empty file" for p in empty)
-            continue
-        st["present"] += 1
+        problem = None
+        if presence is not None:
+            problem = next((presence[e.episode_id] for e in by_scene[scene]
+                            if e.episode_id in presence), None)  # fmt: skip
+        kind, line = scene_status(scenes_dir, scene, presence is not None, problem)
+        if kind == "present":
+            st["present"] += 1
+        else:
+            getattr(rep, kind).extend(f"{x} ({len(by_scene[scene])} questions)" for x in line)
     return rep
+
+
+def scene_status(
+    scenes_dir: Path, scene: str, checked: bool, problem: str | None
+) -> tuple[str, list[str]]:
+    """("present" | "missing" | "broken", lines) of one scene. ``checked``: ``problem`` is the
+    backend's presence verdict (None = found); else presence is judged from the files here."""
+    if problem is not None:  # the staging steps follow the list: drop the run's hint
+        return "missing", [problem.split("; ", 1)[0]]
+    ply = _find(scenes_dir, scene, DEMO_MESH_SUFFIXES)
+    glb = _find(scenes_dir, scene, GLB_SUFFIXES)
+    nav = _find(scenes_dir, scene, NAVMESH_SUFFIXES)
+    demo = _find(scenes_dir, scene, (".scene.json",))  # demo apartment: navmesh baked at load
+    files = [ply] if ply and not glb else [glb] if glb and demo and not nav else [glb, nav]
+    if not all(files):
+        if glb and not nav:
+            what = f"scene {scene}: no navmesh (.basis.navmesh) beside {glb}"
+            return ("broken" if checked else "missing"), [what]
+        if not checked:
+            return "missing", [f"scene {scene}: no mesh (.basis.glb) under {scenes_dir}"]
+        return "present", []  # found by the backend under another name (.gltf, .obj ...)
+    empty = [f"{p}: empty file" for p in files if p is not None and p.stat().st_size == 0]
+    return ("broken", empty) if empty else ("present", [])
 
 
 def aeqa_instructions(args: argparse.Namespace, n_scenes: int) -> str:
     """The HM3D staging steps with A-EQA's scenes dir (every A-EQA scene is a val scene)."""
     scenes = Path(args.scenes_dir) if args.scenes_dir else Path(args.data_dir) / "scenes"
     return HM3D_INSTRUCTIONS.format(
-        scenes=scenes, data_dir=args.data_dir, n_val=str(n_scenes), n_train="0"
-    ).replace("check express", "check aeqa")
+        scenes=scenes, data_dir=args.data_dir, benchmark="aeqa", uids="hm3d_val_v0.2",
+        archives="val split only (hm3d-val-glb-v0.2.tar and the navmeshes, "
+        "hm3d-val-habitat-v0.2.tar; A-EQA needs no train scene)",
+        counts=f"{n_scenes} val scenes are",
+    )  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- fetch
@@ -507,12 +523,10 @@ https://matterport.com/habitat-matterport-3d-research-dataset and
 https://aihabitat.org/datasets/hm3d/). With your API token:
 
   python -m habitat_sim.utils.datasets_download --username <api-token-id> \\
-      --password <api-token-secret> --uids hm3d_val_v0.2 hm3d_train_v0.2 \\
+      --password <api-token-secret> --uids {uids} \\
       --data-path <download dir>
 
-You need the v0.2 "{{split}}-glb" (hm3d-{{split}}-glb-v0.2.tar) and "{{split}}-habitat"
-(navmeshes, hm3d-{{split}}-habitat-v0.2.tar) archives of the val and train splits
-({n_val} val and {n_train} train scenes are referenced by the question file).
+You need the v0.2 {archives} ({counts} referenced by the question file).
 Put each scene at
 
   {scenes}/<split>/<NNNNN-id>/<id>.basis.glb
@@ -520,7 +534,7 @@ Put each scene at
 
 e.g. {scenes}/val/00800-TEEsavR23oF/TEEsavR23oF.basis.glb (a symlink to the habitat data dir
 works too: ln -s <download dir>/hm3d/val {scenes}/val). Then run
-`python -m eqa_runner.data check express --data-dir {data_dir}`.
+`python -m eqa_runner.data check {benchmark} --data-dir {data_dir}`.
 """
 
 
@@ -537,8 +551,12 @@ def express_instructions(data_dir: Path) -> str:
     except Exception:
         pass
     return HM3D_INSTRUCTIONS.format(
-        scenes=Path(data_dir) / "scenes", data_dir=data_dir, n_val=n_val, n_train=n_train
-    )
+        scenes=Path(data_dir) / "scenes", data_dir=data_dir, benchmark="express",
+        uids="hm3d_val_v0.2 hm3d_train_v0.2",
+        archives='"<split>-glb" (hm3d-<split>-glb-v0.2.tar) and "<split>-habitat" (navmeshes, '
+        "hm3d-<split>-habitat-v0.2.tar) archives of the val and train splits",
+        counts=f"{n_val} val and {n_train} train scenes are",
+    )  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -605,7 +623,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     if args.benchmark == "hmeqa":
         try:
-            rep, notes = check_hmeqa(Path(args.data_dir), args.questions_file, args.scenes_dir)
+            rep, notes = check_hmeqa(Path(args.data_dir), args.questions_file, args.scenes_dir,
+                                     sim=args.sim)  # fmt: skip
         except DataError as e:
             print(f"FAILED: {e}")
             return 1
@@ -619,11 +638,11 @@ def cmd_check(args: argparse.Namespace) -> int:
                 Path(args.data_dir), args.questions_file, args.episodes_dir, args.subset
             )
         elif args.benchmark == "aeqa":
-            rep = check_aeqa(Path(args.data_dir), args.questions_file, args.scenes_dir)
+            rep = check_aeqa(Path(args.data_dir), args.questions_file, args.scenes_dir,
+                             sim=args.sim)  # fmt: skip
         else:
-            rep = check_express(
-                Path(args.data_dir), args.questions_file, args.scenes_dir, poses=args.poses
-            )
+            rep = check_express(Path(args.data_dir), args.questions_file, args.scenes_dir,
+                                poses=args.poses, sim=args.sim)  # fmt: skip
     except DataError as e:
         print(f"FAILED: {e}")
         return 1
@@ -674,6 +693,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--scenes-dir", type=Path, default=None, help="EXPRESS, HM-EQA, A-EQA: <data-dir>/scenes"
     )
     c.add_argument("--subset", choices=["hm3d", "scannet"], default=None)
+    c.add_argument(
+        "--sim",
+        choices=sorted(SIMULATORS),
+        default="mesh",
+        help="EXPRESS, HM-EQA, A-EQA: the backend whose scene files count (as the run's sim=)",
+    )
     c.add_argument(
         "--poses",
         action="store_true",

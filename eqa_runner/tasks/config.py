@@ -79,6 +79,7 @@ class HMEQATaskConfig(TaskConfig):
     split: str = one_of("all", ("all",))  # HM-EQA is one set of 500 questions
     categories: list[str] | None = None  # keep these labels (location, existence, state, ...)
     scenes: list[str] | None = None  # optional scene ids to keep, e.g. [00004-VqCaAuuoeWk]
+    simulator: str = "${sim._target_}"  # backend class that resolves scene files in check()
 
 
 # --- A-EQA (eqa_runner/tasks/aeqa.py, docs/aeqa.md) ---------------------------------------
