@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from eqa_runner.scoring.aeqa import AEQAJudge
+from eqa_runner.benchmarks.aeqa.judge import AEQAJudge
 from eqa_runner.types import Episode, Prediction, Score
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "aeqa"

@@ -8,9 +8,10 @@ import shutil
 
 import pytest
 
-from eqa_runner.data.commands import aeqa_instructions, build_parser
+from eqa_runner.benchmarks.aeqa.data import aeqa_instructions
+from eqa_runner.benchmarks.aeqa.task import AEQATask
+from eqa_runner.data.commands import build_parser
 from eqa_runner.errors import DataError
-from eqa_runner.tasks.aeqa import AEQATask
 
 
 def test_aeqa_without_path_lengths_names_the_source_and_the_switch(tmp_path, aeqa_demo):

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from eqa_runner.llm.choice_rules import apply_rule
+from eqa_runner.benchmarks.hmeqa.choice_rules import apply_rule
+from eqa_runner.benchmarks.hmeqa.judge import HMEQAJudge
 from eqa_runner.policies.explore import _frame_info
-from eqa_runner.scoring.hmeqa import HMEQAJudge
 from eqa_runner.types import Episode, Prediction
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "hmeqa"

@@ -7,10 +7,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from eqa_runner.benchmarks.hmeqa.task import HMEQATask
 from eqa_runner.data.commands import build_parser
 from eqa_runner.data.commands import main as data_main
 from eqa_runner.run.loop import run
-from eqa_runner.tasks.hmeqa import HMEQATask
 
 
 def _hmeqa_without_one_scene(tmp_path: Path, demo: Path) -> Path:
