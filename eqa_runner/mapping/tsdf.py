@@ -294,12 +294,16 @@ class TSDFVolume:
 
 
 def warm_up() -> float:
-    """Load the kernels (compiling them on first use) with a tiny fusion; returns wall ms."""
+    """Load the kernels (compiling them on first use) with a tiny fusion and a tiny hop path;
+    returns wall ms."""
     import time
+
+    from eqa_runner.mapping.hop import dijkstra_path
 
     t0 = time.perf_counter()
     vol = TSDFVolume(np.array([[0.0, 1.0], [0.0, 1.0], [0.0, 1.0]]))
     vol.integrate(np.ones((8, 8), np.float32), np.eye(3), np.eye(4))
+    dijkstra_path(np.ones((3, 3), dtype=bool), np.array([0, 0]), np.array([2, 2]))
     return (time.perf_counter() - t0) * 1e3
 
 
