@@ -123,3 +123,17 @@ def test_published_preset_scores_against_the_blind_baseline(compose_cfg) -> None
     assert blind.policy.name == "blind" and blind.judge.blind_run_dir == "self"
     comp = instantiate(blind.judge).comparability()
     assert comp["comparable"] is True and "blind baseline" in comp["note"]
+
+
+def test_missing_path_exclude_is_the_named_alternative(tmp_path: Path) -> None:
+    case = next(c for c in INPUTS["case_sets"] if c["name"] == "missing_paths")
+    blind = str(blind_run(case, tmp_path / "blind"))
+    up = AEQAJudge(model="offline", blind_run_dir=blind)
+    alt = AEQAJudge(model="offline", blind_run_dir=blind, missing_path="exclude")
+    a = up.aggregate(run_records(case, up), bootstrap_samples=10)
+    b = alt.aggregate(run_records(case, alt), bootstrap_samples=10)
+    n_nopath = a["counts_aeqa"]["no_path_length"]
+    assert n_nopath > 0 and b["counts_aeqa"]["no_path_length"] == n_nopath
+    assert b["headline"]["llm_match_spl"]["n"] == a["headline"]["llm_match_spl"]["n"] - n_nopath
+    assert b["headline"]["llm_match"] == a["headline"]["llm_match"]  # only the weighted mean
+    assert b["published_comparability"]["comparable"] is False
