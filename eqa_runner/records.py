@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from eqa_runner.errors import RunDirError
+from eqa_runner.redact import redact
 from eqa_runner.types import EpisodeRecord, UsageInfo
 
 log = logging.getLogger(__name__)
@@ -128,7 +129,7 @@ class RecordWriter:
         self._fh = self.path.open("ab", buffering=0)
 
     def write(self, record: EpisodeRecord | dict[str, Any]) -> None:
-        line = json.dumps(to_jsonable(record), ensure_ascii=False, allow_nan=False)
+        line = redact(json.dumps(to_jsonable(record), ensure_ascii=False, allow_nan=False))
         view = memoryview((line + "\n").encode("utf-8"))
         while view:  # a partial write is a torn line: the next writer moves it to .torn
             n = self._fh.write(view)
@@ -265,6 +266,7 @@ def write_json_atomic(path: Path, obj: Any) -> None:
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     text = json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    text = redact(text)  # every secret the process knows (eqa_runner.redact)
     try:
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)

@@ -214,6 +214,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--tag", default=None, help="output name tag (default: the judge model)")
     args = ap.parse_args(argv)
     from eqa_runner.errors import UserError
+    from eqa_runner.redact import install
+
+    install()
 
     try:
         out = rejudge(args.run_dir, args.overrides, tag=args.tag)

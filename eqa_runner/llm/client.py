@@ -54,6 +54,7 @@ from eqa_runner.llm.logprobs import extract_top_logprobs, logprob_params
 from eqa_runner.llm.messages import Message, message_images, message_text, wire_messages
 from eqa_runner.llm.offline import DEFAULT_OFFLINE_REPLY, is_offline, offline_completion
 from eqa_runner.llm.usage import Completion, account, account_failure
+from eqa_runner.redact import register
 
 log = logging.getLogger(__name__)
 
@@ -457,6 +458,7 @@ class LLMClient:
                     f"{self.role}: environment variable {self.cfg.api_key_env} "
                     "(llm.api_key_env) is not set."
                 )
+            register(key)  # redacted from every sink (an endpoint may echo it in an error)
             return key
         if self.cfg.api_base and self._needs_dummy_key():
             return "no-key"  # self-hosted OpenAI-compatible server without auth
@@ -513,6 +515,7 @@ class LLMClient:
         }
         data = json.dumps(body).encode()
         key = self._api_key() or os.environ.get("OPENAI_API_KEY")
+        register(key)
         headers = {"Content-Type": "application/json"}
         if key:
             headers["Authorization"] = f"Bearer {key}"
