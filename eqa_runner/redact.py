@@ -166,9 +166,9 @@ def install() -> None:
         return
     _installed.set()
     if not isinstance(sys.stdout, RedactingStream):
-        sys.stdout = RedactingStream(sys.stdout)  # type: ignore[assignment]
+        sys.stdout = RedactingStream(sys.stdout)
     if not isinstance(sys.stderr, RedactingStream):
-        sys.stderr = RedactingStream(sys.stderr)  # type: ignore[assignment]
+        sys.stderr = RedactingStream(sys.stderr)
     old = logging.getLogRecordFactory()
 
     def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:

@@ -144,7 +144,7 @@ def episode_section(run: Run, thumbs: Thumbs, max_episodes: int) -> Section:
     ep_dir = _episodes_dir(run)
     recs: list[tuple[EpisodeRecord, Path]] = []
     for d in run.dirs or [run.path]:
-        recs += [(r, d) for r in load_records([d])]
+        recs += [(r, d) for r in load_records([d], run.records_file)]
     rows = [_row(rec, d, ep_dir, thumbs) for rec, d in recs[:max_episodes]]
     return Section(run.label, rows, max(0, len(recs) - max_episodes))
 

@@ -170,16 +170,27 @@ def config_container(cfg: DictConfig) -> dict[str, Any]:
     return {str(k): v for k, v in data.items() if k != "hydra"}
 
 
-def label_run_dir(out_dir: Path, cfg: DictConfig, container: dict[str, Any]) -> None:
-    """Write ``.hydra/`` (this start's config) and, on the first start, ``provenance.json``."""
+def label_run_dir(
+    out_dir: Path,
+    cfg: DictConfig,
+    container: dict[str, Any],
+    inputs: dict[str, Any] | None = None,
+    *,
+    adopted: bool = False,
+) -> None:
+    """Write ``.hydra/`` (this start's config) and, on the first start, ``provenance.json``
+    (``adopted: true`` when records were there before it, ``run.adopt=true``)."""
     _write_hydra_files(out_dir, cfg)
     if read_provenance(out_dir) is None:
+        extra = {"adopted": True} if adopted else {}
         write_json_atomic(
             out_dir / PROVENANCE_FILE,
             provenance_record(
                 strip_urls(container),
+                inputs,
                 created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                 eqa_runner=__version__,
+                **extra,
             ),
         )
 
