@@ -103,8 +103,7 @@ def _ok_reason(obj: dict[str, Any]) -> str | None:
         return None  # an unparsable judge reply: counted, no metrics
     if not metrics:
         return "incomplete record (an ok line with no metrics and no judge_ok: false)"
-    bad = [k for k, v in metrics.items()
-           if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)))]  # fmt: skip
+    bad = [k for k, v in metrics.items() if v is not None and not isinstance(v, (int, float))]
     if bad:
         return f"metric {bad[0]} is not a number"
     return None

@@ -157,7 +157,7 @@ def letter_probs(text: str, positions: Positions, n: int) -> tuple[list[float] |
     one-hot on the parsed letter, else None (unparsable)."""
     letters = option_letters(n)
     if positions:
-        c = choice_from_logprobs(positions, n)
+        c = choice_from_logprobs(positions, n, text)
         if c is not None:
             return [c.probs.get(k, 0.0) for k in letters], "logprobs"
     letter = parse_choice(text, n_options=n)

@@ -53,6 +53,7 @@ UsageCount = Literal[
     "cached_calls",
     "retries",
     "failed_calls",
+    "invalid_logprobs",
 ]
 USAGE_COUNTS: tuple[UsageCount, ...] = (
     "calls",
@@ -62,6 +63,7 @@ USAGE_COUNTS: tuple[UsageCount, ...] = (
     "cached_calls",
     "retries",
     "failed_calls",
+    "invalid_logprobs",
 )
 
 

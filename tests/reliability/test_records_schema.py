@@ -23,7 +23,6 @@ ERROR = {"episode_id": "e2", "status": "error", "prediction": None, "metrics": {
         {"status": "ok", "metrics": {"llm_match": "high"}},
         {"status": "ok", "metrics": {"llm_match": 1.0}, "trace": "frames 0-3"},
         {"status": "ok", "metrics": {"llm_match": 1.0}, "prediction": {"answer": "x"}},
-        {"status": "ok", "metrics": {"llm_match": True}},
     ],
 )
 def test_an_ok_line_without_what_ok_needs_never_replaces_a_record(tmp_path, caplog, bad):
