@@ -22,6 +22,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from eqa_runner.llm.replies import tidy_reply
+
 LETTERS = "ABCDEFGH"
 
 
@@ -102,7 +104,7 @@ _STANDALONE = re.compile(r"(?<![\w'])([B-H])(?![\w'])|(?<![\w'])(A)(?=[.)]|$)")
 
 
 def _normalise(text: str) -> str:
-    return re.sub(r"[*_`#>]+", "", text or "").strip()
+    return re.sub(r"[*_`#>]+", "", tidy_reply(text)).strip()
 
 
 def parse_choice(

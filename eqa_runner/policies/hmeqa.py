@@ -31,6 +31,7 @@ from typing import Any
 from eqa_runner.llm import OFFLINE_TAG, ImagePart, Message, RequestEstimate, user
 from eqa_runner.llm.choice import option_letters, pick
 from eqa_runner.llm.choice_rules import RULES, apply_rule
+from eqa_runner.llm.replies import tidy_reply
 from eqa_runner.policies.config import HMEQAProtocolConfig as Schema
 from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.policies.exploration import AnswerStep, Exploration
@@ -75,7 +76,7 @@ def confidence_from_logprobs(
 
 def parse_yes_no(reply: str) -> float | None:
     """1.0 for a reply that says Yes, 0.0 for No, None when it says neither or both."""
-    words = re.findall(r"[a-z]+", (reply or "").lower())
+    words = re.findall(r"[a-z]+", tidy_reply(reply).lower())
     if words and words[0] in _YES_NO:
         return _YES_NO[words[0]]
     said = {w for w in words if w in _YES_NO}

@@ -49,6 +49,7 @@ from eqa_runner.llm import (
     user,
 )
 from eqa_runner.llm.choice import choice_from_logprobs, option_letters, parse_choice
+from eqa_runner.llm.replies import tidy_reply
 from eqa_runner.mapping.config import FrontierPlannerConfig, VisualPromptConfig
 from eqa_runner.mapping.frontier import PromptPoints
 from eqa_runner.policies.config import (
@@ -146,7 +147,7 @@ def yes_probability(text: str, positions: Positions) -> tuple[float | None, str]
             top = max(best.values())
             e = {k: math.exp(v - top) for k, v in best.items()}
             return e.get("yes", 0.0) / sum(e.values()), "logprobs"
-    m = _YES_NO.match(text or "")
+    m = _YES_NO.match(tidy_reply(text))
     if m:
         return (1.0 if m.group(1).lower() == "yes" else 0.0), "parsed"
     return None, "unparsable"

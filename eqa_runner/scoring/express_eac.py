@@ -28,6 +28,7 @@ from fractions import Fraction
 from typing import Any, Literal
 
 from eqa_runner.llm import OFFLINE_TAG, ImagePart, LLMClient, Message, RequestEstimate, system, user
+from eqa_runner.llm.replies import tidy_reply
 from eqa_runner.prompts import express_prompt
 from eqa_runner.scoring.aggregate import clusters_of, interval_of
 from eqa_runner.scoring.base import Judge
@@ -83,9 +84,7 @@ def parse_eac(reply: str | None) -> tuple[float, int] | None:
     brackets, labelled marks (``grounding: 1 ... correctness: 4``) and trailing explanations.
     σ must be 0, 0.5 or 1 and δ a whole number 1..5; anything else is unparsable.
     """
-    if not reply:
-        return None
-    text = reply.replace("½", "1/2").replace("，", ",").replace("\u2009", " ")
+    text = tidy_reply(reply).replace("½", "1/2").replace("，", ",").replace("\u2009", " ")
     text = re.sub(r"[*_`#\[\]()]", " ", text).strip()
     if not text:
         return None
