@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from eqa_runner.llm.config import LLMConfig
 from eqa_runner.llm.logprobs import validated_logprobs
 from eqa_runner.llm.usage import Completion
 
-if TYPE_CHECKING:
-    from eqa_runner.llm.client import LLMClient
+
+class LLMClient(Protocol):
+    """What a reply's accounting needs of its client (``eqa_runner.llm.client.LLMClient``)."""
+
+    cfg: LLMConfig
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float | None: ...
+
+    def explicit_price(self) -> tuple[float, float] | None: ...
+
+    def sent_params(self, params: dict[str, Any]) -> dict[str, Any]: ...
 
 
 def direct_completion(

@@ -10,12 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from eqa_runner.benchmarks.openeqa_em import llm_match
 from eqa_runner.errors import RunDirError
-from eqa_runner.prompts import PACKAGE_DIR, load_prompt
+from eqa_runner.prompts import load_prompt, shipped_dir
 from tests.helpers.datasets import make_openeqa_dataset
 from tests.reliability import tally
 from tests.reliability.conftest import run_cli
 from tests.reliability.test_trust import OFFLINE, snapshot
+
+SHIPPED = shipped_dir(llm_match.__file__)
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +71,7 @@ def test_moved_data_with_the_same_content_and_plumbing_never_block_a_resume(tmp_
 
 def _prompts_dir(tmp_path: Path, change: bool) -> Path:
     d = tmp_path / ("prompts_changed" if change else "prompts_same")
-    shutil.copytree(PACKAGE_DIR / "openeqa", d)
+    shutil.copytree(SHIPPED, d)
     if change:
         p = d / "mmbench.txt"
         p.write_text(p.read_text() + "\nBe generous.\n")
@@ -87,9 +90,9 @@ def test_resume_with_another_prompts_dir_content_is_refused(tmp_path, data, done
 
 def test_prompt_files_are_original_only_by_content_hash(tmp_path):
     same = _prompts_dir(tmp_path, change=False)
-    p = load_prompt("openeqa", "mmbench", str(same))
+    p = load_prompt(SHIPPED, "mmbench", str(same))
     assert not p.original and p.record()["source"] == "user-supplied"
-    assert load_prompt("openeqa", "mmbench").record()["source"] == "eqa_runner"
+    assert load_prompt(SHIPPED, "mmbench").record()["source"] == "eqa_runner"
 
 
 def test_prompts_dir_run_is_labelled_user_supplied(tmp_path, data):

@@ -13,14 +13,14 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from eqa_runner.benchmarks.express.eac import SIGMAS, parse_eac
+from eqa_runner.benchmarks.hmeqa.judge import chosen_letter
+from eqa_runner.benchmarks.hmeqa.protocol import confidence_from_logprobs, parse_yes_no
+from eqa_runner.benchmarks.openeqa_em.llm_match import parse_mark
 from eqa_runner.llm.choice import choice_from_logprobs, parse_choice, pick
 from eqa_runner.llm.logprobs import validated_logprobs
-from eqa_runner.policies.hmeqa import confidence_from_logprobs, parse_yes_no
-from eqa_runner.policies.vlm_explore import letter_probs, yes_probability
+from eqa_runner.policies.vlm_questions import letter_probs, yes_probability
 from eqa_runner.policies.vlm_waypoint import parse_waypoint
-from eqa_runner.scoring.express_eac import SIGMAS, parse_eac
-from eqa_runner.scoring.hmeqa import chosen_letter
-from eqa_runner.scoring.llm_match import parse_mark
 from tests.reliability import tally
 
 # A parser may take this long on an input of n characters (generous: a shared, busy CI machine;
