@@ -41,6 +41,14 @@ def read_wandb_log(path: Path) -> list:
     return out
 
 
+@pytest.fixture(autouse=True)
+def _fresh_wandb():
+    """Each test starts with no W&B service left from an earlier run in this process."""
+    wandb.teardown()
+    yield
+    wandb.teardown()
+
+
 def _run_dir(root: Path) -> Path:
     (d,) = (root / "wandb").glob("offline-run-*")
     return d
