@@ -75,6 +75,22 @@ class Simulator(ABC):
         self.agent_max_climb = float(agent_max_climb)
         self.seed = int(seed)
 
+    def _init_nav(
+        self, agent_max_slope: float, cell_size: float, cell_height: float, region_min_size: float
+    ) -> None:
+        """The navmesh settings shared by every backend (:class:`NavSettings`)."""
+        from eqa_runner.sim.recast import NavSettings
+
+        self.nav = NavSettings(
+            agent_radius=self.agent_radius,
+            agent_height=self.agent_height,
+            agent_max_climb=self.agent_max_climb,
+            agent_max_slope=float(agent_max_slope),
+            cell_size=float(cell_size),
+            cell_height=float(cell_height),
+            region_min_size=float(region_min_size),
+        )
+
     @abstractmethod
     def load_scene(self, scene: SceneSpec, *, start_position=None) -> None:
         """Load ``scene`` (no-op when already loaded); ``start_position`` picks the floor."""

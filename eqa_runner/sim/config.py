@@ -30,6 +30,12 @@ class SimConfig:
     agent_radius: float = bounded(0.1, gt=0)
     agent_height: float = bounded(1.5, gt=0)
     agent_max_climb: float = bounded(0.2, ge=0)
+    # navigable area, Recast's settings as habitat-sim's NavMeshSettings names them (both
+    # backends; habitat-sim's defaults except the 5 cm voxel height, so floors are not lifted)
+    agent_max_slope: float = bounded(45.0, ge=0, lt=90)  # degrees
+    cell_size: float = bounded(0.05, gt=0)  # m, navmesh voxel / navigable grid cell
+    cell_height: float = bounded(0.05, gt=0)  # m, navmesh voxel height
+    region_min_size: float = bounded(20.0, ge=0)  # cells; smaller islands (its square) dropped
     seed: int = 0
     # simulators per process, each on its own thread with its own scene lease (SimSession);
     # not a constructor argument: run/build.py builds this many (a SimulatorPool)
@@ -40,7 +46,6 @@ class SimConfig:
 class MeshSimConfig(SimConfig):
     """open3d raycasting backend (``sim=mesh``)."""
 
-    cell_size: float = bounded(0.05, gt=0)  # navigable grid resolution (m)
     snap_max_dist: float = bounded(2.0, gt=0)  # snap_point gives NaN beyond this (m)
     # auto: .glb/.gltf z up (HM3D, as habitat-sim reads them), other formats y up; "z" for
     # z-up meshes (ScanNet); everything is converted to habitat's y-up frame
