@@ -127,9 +127,22 @@ class Simulator(ABC):
     def is_navigable(self, p) -> bool:
         """Whether ``p`` lies on the navigable surface."""
 
-    def navigable_area(self) -> float:
-        """Area (m^2) of the navigable surface on the agent's floor (diagnostics, parity)."""
+    def navigable_area(self, floor_y: float | None = None, band: float | None = None) -> float:
+        """Area (m^2) of the navigable surface within ``band`` of ``floor_y`` (default: the
+        agent's floor; diagnostics, parity)."""
         raise NotImplementedError(f"{type(self).__name__} does not report its navigable area")
+
+    def check_start(self, p) -> None:
+        """:class:`SceneError` unless ``p`` stands on an island (it snaps within one cell
+        across and climb + 5 cm up or down)."""
+        from eqa_runner.errors import SceneError
+        from eqa_runner.sim.recast import start_off_island
+
+        p = as_vec3(p)
+        q = np.asarray(self.snap_point(p), dtype=float)
+        ok = np.all(np.isfinite(q)) and float(np.hypot(*(q - p)[[0, 2]])) <= 0.1
+        if not (ok and abs(q[1] - p[1]) <= self.agent_max_climb + 0.05):
+            raise SceneError(start_off_island(getattr(self, "scene", None), p, q))
 
     def scene_area(self) -> float:
         """x-z area of the navmesh bounds (EXPRESS step budget = int(sqrt(area) * 3))."""

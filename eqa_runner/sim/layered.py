@@ -108,8 +108,11 @@ class LayeredNavGrid:
             ok &= self.island == island
         if not ok.any():
             return -1, NAN3.copy()
-        # Detour: a point above a polygon within climb is on it (vertical distance beyond climb)
-        cost = dxz**2 + np.maximum(dy - self.climb, 0.0) ** 2 + 1e-6 * dy
+        # Detour's findNearestPoly: under the point (its column) only the height beyond climb
+        # counts, elsewhere the full 3-D distance to the closest point
+        i, j = np.floor((np.array([p[0], p[2]]) - [self.x0, self.z0]) / self.c).astype(int)
+        over = (self.ij[:, 0] == i) & (self.ij[:, 1] == j)
+        cost = np.where(over, np.maximum(dy - self.climb, 0.0) ** 2, dxz**2 + dy**2) + 1e-9 * dy
         cost = np.where(ok, cost, np.inf)
         k = int(np.argmin(cost))
         return k, np.array([q[k, 0], self.y[k], q[k, 1]])

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from eqa_runner.errors import ConfigError
+from eqa_runner.errors import ConfigError, SceneError
 from eqa_runner.sim import geometry as geo
 from eqa_runner.sim.base import (
     NAN3,
@@ -32,7 +32,7 @@ from eqa_runner.sim.mesh_io import (  # noqa: F401 - re-exported, the mesh backe
     load_mesh_file,
 )
 from eqa_runner.sim.navgrid import NavGrid
-from eqa_runner.sim.recast import build_spans
+from eqa_runner.sim.recast import build_spans, no_floor_cause, start_off_island
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +103,7 @@ class MeshSimulator(Simulator):
         self._has_pose = start_position is not None
         if start_position is not None:
             self._pos = as_vec3(start_position)
+            self.check_start(self._pos)
 
     def load_arrays(self, mesh: TriangleMeshData) -> None:
         """Use an in-memory mesh (tests, procedural scenes)."""
@@ -222,33 +223,9 @@ class MeshSimulator(Simulator):
 
     def _shade_reference(self, out, t, n_f, n_cam, x, y, head_k):
         """``render``'s shading in numpy: the test oracle of :meth:`_shade_compiled`."""
-        s = self.sensor
-        # misses (INVALID_ID) -> the black sentinel face; intp once instead of in every take
-        pid = np.minimum(out["primitive_ids"], n_f).astype(np.intp)
-        shade = np.take(n_cam[0], pid)
-        shade *= x
-        tmp = np.take(n_cam[1], pid)
-        tmp *= y
-        shade += tmp
-        shade -= np.take(n_cam[2], pid)
-        np.abs(shade, out=shade)
-        shade *= head_k
-        shade += np.take(self._k_static, pid)
-        if self.interpolate_colors and not self._flat_colors:
-            uv = out["primitive_uvs"]
-            tri = np.take(self._tri_s, pid, axis=0)
-            u, v = uv[:, 0:1], uv[:, 1:2]
-            col = np.take(self._vcol_s, tri[:, 1], axis=0) * u
-            col += np.take(self._vcol_s, tri[:, 2], axis=0) * v
-            col += np.take(self._vcol_s, tri[:, 0], axis=0) * (1.0 - u - v)
-        else:
-            col = np.take(self._fcol_s, pid, axis=0)
-        col *= shade[:, None]
-        if self._clip_rgb:  # colours in [0, 1] keep col * shade <= 255
-            np.minimum(col, 255.0, out=col)
-        rgb = col.astype(np.uint8)
-        np.copyto(t, np.float32(0.0), where=pid == n_f)
-        return rgb.reshape(s.height, s.width, 3), t.reshape(s.height, s.width)
+        from eqa_runner.sim.shade_kernel import shade_reference
+
+        return shade_reference(self, out, t, n_f, n_cam, x, y, head_k)
 
     def _cast_frame(self, rays, n_cam: np.ndarray, x: np.ndarray, y: np.ndarray) -> dict:
         """One frame's hits as flat numpy arrays (t_hit, primitive_ids, primitive_uvs).
@@ -365,8 +342,19 @@ class MeshSimulator(Simulator):
         mesh = self._require()
         if self._nav is None:
             field = build_spans(mesh.vertices, self._tri, self.nav)
-            self._nav = LayeredNavGrid(field, self.agent_max_climb)
+            nav = LayeredNavGrid(field, self.agent_max_climb)
+            if nav.n_nodes == 0:
+                name = self.scene.scene_id if self.scene else "<memory>"
+                raise SceneError(f"scene {name}: {no_floor_cause(mesh, self.nav)}")
+            self._nav = nav
         return self._nav
+
+    def check_start(self, p) -> None:
+        """SceneError unless ``p`` stands on an island (its floor within climb + 5 cm)."""
+        p = as_vec3(p)
+        if self.layered.node_at(p, tol=self.agent_max_climb + 0.05) < 0:
+            q = self.layered.snap_node(p)[1]
+            raise SceneError(start_off_island(self.scene, p, q))
 
     def _agent_floor(self) -> float:
         if self._floor is None:
@@ -430,11 +418,12 @@ class MeshSimulator(Simulator):
             return NAN3.copy()
         return nav.point(int(sel[int(rng.integers(len(sel)))]))
 
-    def navigable_area(self, floor_y: float | None = None) -> float:
-        """Area (m^2) of the navigable cells within ``agent_max_climb`` + 5 cm of ``floor_y``
-        (default: the agent's floor), as the habitat backend measures its navmesh."""
+    def navigable_area(self, floor_y: float | None = None, band: float | None = None) -> float:
+        """Area (m^2) of the navigable cells within ``band`` (default ``agent_max_climb`` +
+        5 cm) of ``floor_y`` (default: the agent's floor), as the habitat backend measures its
+        navmesh."""
         y = self._agent_floor() if floor_y is None else float(floor_y)
-        sel = self.layered.on_floor(y, self.agent_max_climb + 0.05)
+        sel = self.layered.on_floor(y, self.agent_max_climb + 0.05 if band is None else band)
         return float(len(sel)) * self.cell_size**2
 
     def close(self) -> None:

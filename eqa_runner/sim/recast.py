@@ -154,7 +154,8 @@ def _shift(a: np.ndarray, d: tuple[int, int], fill) -> np.ndarray:
 def build_spans(vertices: np.ndarray, triangles: np.ndarray, s: NavSettings) -> SpanField:
     """The walkable span field of a mesh (every Recast filter, erosion and region removal)."""
     origin, _, bot, top, walk = rasterize(vertices, triangles, s)
-    climb, height = s.agent_max_climb, s.agent_height
+    bot, top = _quantize(bot, top, s.cell_height)
+    climb, height = s.agent_max_climb + 1e-6, s.agent_height - 1e-6
     ceil = np.full_like(top, np.inf)
     ceil[..., :-1] = np.where(np.isnan(bot[..., 1:]), np.inf, bot[..., 1:])
     exists = ~np.isnan(top)
@@ -173,11 +174,21 @@ def build_spans(vertices: np.ndarray, triangles: np.ndarray, s: NavSettings) -> 
     return field
 
 
+def _quantize(bot: np.ndarray, top: np.ndarray, ch: float) -> tuple[np.ndarray, np.ndarray]:
+    """Span limits in voxels of ``ch`` above the lowest point, as Recast stores them: bottom
+    floor(y), top ceil(y) and at least one voxel above the bottom (a floor at y is walked on
+    at the top of its voxel)."""
+    y0 = np.nanmin(bot)
+    qb = np.floor((bot - y0) / ch + 1e-4)
+    qt = np.maximum(np.ceil((top - y0) / ch - 1e-4), np.floor((top - y0) / ch + 1e-4) + 1)
+    return y0 + qb * ch, y0 + qt * ch
+
+
 def _ledges(top, ceil, bot, exists, bottom_y, s: NavSettings) -> np.ndarray:
     """rcFilterLedgeSpans: a drop of more than climb to a neighbour floor the agent could step
     onto (or off the grid / into an empty column), or neighbour floors spread over more than
     climb, make a span a ledge."""
-    climb, height = s.agent_max_climb, s.agent_height
+    climb, height = s.agent_max_climb + 1e-6, s.agent_height - 1e-6
     # each column's walkable "floors": a virtual floor under the lowest span, then span tops
     nfl = np.concatenate([np.full(top.shape[:2] + (1,), bottom_y - climb), top], axis=2)
     first_bot = np.where(np.isnan(bot[..., :1]), np.inf, bot[..., :1])
@@ -208,8 +219,8 @@ def _links(top, ceil, walk, s: NavSettings) -> np.ndarray:
         nf = _shift(top, d, np.nan)[..., None, :]
         nc = _shift(ceil, d, np.nan)[..., None, :]
         nw = _shift(walk, d, False)[..., None, :]
-        ok = nw & (np.abs(nf - f) <= s.agent_max_climb)
-        ok &= np.minimum(c, nc) - np.maximum(f, nf) >= s.agent_height
+        ok = nw & (np.abs(nf - f) <= s.agent_max_climb + 1e-6)
+        ok &= np.minimum(c, nc) - np.maximum(f, nf) >= s.agent_height - 1e-6
         ok &= walk[..., :, None]
         links[n] = np.where(ok.any(axis=-1), ok.argmax(axis=-1), -1)
     return links
@@ -286,3 +297,39 @@ def span_components(field: SpanField) -> tuple[np.ndarray, np.ndarray]:
     lab = np.where(field.walkable, lab, -1)
     sizes = np.bincount(lab[lab >= 0].ravel(), minlength=int(lab.max()) + 1)
     return lab, sizes
+
+
+def no_floor_cause(mesh, s: NavSettings) -> str:
+    """Why a mesh has no navigable area, in one line with the fix."""
+    v = np.asarray(mesh.vertices, dtype=np.float64)
+    tri = v[np.asarray(mesh.triangles, dtype=np.int64)]
+    cr = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+    area = 0.5 * np.linalg.norm(cr, axis=1)
+    cos = math.cos(math.radians(s.agent_max_slope))
+    up = float(area[cr[:, 1] > cos * 2 * np.maximum(area, 1e-12)].sum())
+    down = float(area[-cr[:, 1] > cos * 2 * np.maximum(area, 1e-12)].sum())
+    if up < 1e-6 and down > 1e-6:
+        return (
+            f"no navigable area: every level surface ({down:.1f} m^2) faces down (flipped "
+            "normals?); wind floor triangles counter-clockwise seen from above"
+        )
+    if up < 1e-6:
+        return "no navigable area: the mesh has no floor (no surface facing up)"
+    return (
+        f"no navigable area: {up:.1f} m^2 of upward surface, none of it a region of at least "
+        f"{(s.region_min_size * s.cell_size) ** 2:.2f} m^2 with {s.agent_height} m headroom "
+        f"after eroding {s.agent_radius} m from its edges (check the scale and up axis)"
+    )
+
+
+def start_off_island(scene, p: np.ndarray, nearest: np.ndarray) -> str:
+    """The error line of a start position on no island."""
+    name = scene.scene_id if scene is not None else "<memory>"
+    where = "[" + ", ".join(f"{x:.2f}" for x in p) + "]"
+    if not np.all(np.isfinite(nearest)):
+        return f"scene {name}: start {where} is on no island (nothing navigable within 2 m)"
+    d = float(np.linalg.norm(nearest - p))
+    return (
+        f"scene {name}: start {where} is on no island (the nearest navigable point is "
+        f"{d:.2f} m away); fix the episode's start position"
+    )

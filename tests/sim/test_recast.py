@@ -73,8 +73,8 @@ def test_stairs_connect_the_storeys():
     sim.load_arrays(generate_house().mesh_data())
     up, down = np.array([6.5, STOREY_H, 2.0]), np.array([2.5, 0.0, 2.0])
     sim.set_agent_pose(up, [1.0, 0.0, 0.0, 0.0])
-    assert sim.floor_height == pytest.approx(STOREY_H, abs=0.02)
-    assert sorted(round(y, 1) for y in sim.layered.storeys()) == [0.0, STOREY_H]
+    assert sim.floor_height == pytest.approx(STOREY_H, abs=0.06)  # one voxel up
+    assert [round(y) for y in sim.layered.storeys()] == [0, STOREY_H]
     d = sim.geodesic_distance(up, down)
     path = np.asarray(sim.shortest_path(up, down))
     assert math.isfinite(d) and d > 10.0  # down the stairs along the back wall, not straight
@@ -82,9 +82,9 @@ def test_stairs_connect_the_storeys():
     assert np.all(np.diff(path[:, 1]) <= 1e-6)  # only downhill
     # each storey's navigable area on its own, and the grid view follows the agent
     assert sim.navigable_area(STOREY_H) > 20 and sim.navigable_area(0.0) > 25
-    assert sim.navgrid.floor_y == pytest.approx(STOREY_H, abs=0.02)
+    assert sim.navgrid.floor_y == pytest.approx(STOREY_H, abs=0.06)
     sim.set_agent_pose(down, [1.0, 0.0, 0.0, 0.0])
-    assert sim.navgrid.floor_y == pytest.approx(0.0, abs=0.02)
+    assert sim.navgrid.floor_y == pytest.approx(0.0, abs=0.06)
 
 
 def test_rays_pass_through_pixel_centres():
