@@ -130,3 +130,42 @@ def generate_house(seed: int = 0) -> Apartment:
 def storey_of(apt: Apartment, y: float) -> int:
     """0 for the ground floor, 1 upstairs (by height)."""
     return int(y >= STOREY_H - 0.5)
+
+
+HOUSE_NAME = "DemoHouse2F"
+UPSTAIRS_START = (1.5, STOREY_H, 3.8)  # the bedroom, by the stairwell
+DOWNSTAIRS_START = (2.5, 0.0, 4.0)
+# (question, answer, colour options, object, goal viewpoint (habitat x, y, z)); the first three
+# are downstairs (asked from UPSTAIRS_START), the last upstairs (asked from DOWNSTAIRS_START)
+HOUSE_QUESTIONS = [
+    ("What color is the sofa in the living room?", "red", "sofa", (1.6, 0.0, 3.6)),
+    ("What color is the refrigerator in the kitchen?", "white", "refrigerator", (7.45, 0.0, 2.2)),
+    ("What color is the dining table in the kitchen?", "gray", "dining table", (6.5, 0.0, 4.0)),
+    ("What color is the desk in the study?", "green", "desk", (6.8, STOREY_H, 2.0)),
+]
+
+
+def house_episodes(sim, apt: Apartment) -> list[dict]:
+    """The house's cross-floor questions with snapped start / goal positions (on ``sim``, the
+    house loaded), the goal's yaw towards its object and the geodesic between them."""
+    from eqa_runner.sim import geometry as geo
+
+    out = []
+    for k, (q, a, obj, goal) in enumerate(HOUSE_QUESTIONS):
+        start = UPSTAIRS_START if k < 3 else DOWNSTAIRS_START
+        sp = np.asarray(sim.snap_point(start), dtype=float)
+        gp = np.asarray(sim.snap_point(goal), dtype=float)
+        target = next(o for o in apt.objects if o.name == obj)
+        out.append(
+            {
+                "question": q,
+                "answer": a,
+                "object": target,
+                "start": sp,
+                "goal": gp,
+                "goal_yaw": geo.yaw_facing(gp, np.asarray(target.position)),
+                "geodesic": float(sim.geodesic_distance(sp, gp)),
+                "upstairs_start": k < 3,
+            }
+        )
+    return out

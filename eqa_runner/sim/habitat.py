@@ -179,7 +179,6 @@ class HabitatSimulator(Simulator):
         self._call(self._load_scene, scene)
         if start_position is not None:
             self.set_agent_pose(start_position, [1.0, 0.0, 0.0, 0.0])
-            self.check_start(start_position)
 
     def _load_scene(self, scene: SceneSpec) -> None:
         if (
@@ -208,7 +207,8 @@ class HabitatSimulator(Simulator):
                 f"scene {scene.scene_id}: no navigable area (habitat-sim baked no navmesh: "
                 "no upward-facing floor, flipped normals, or a wrong scale or up axis)"
             )
-        if len(pf.build_navmesh_vertices()) == 0:
+        soup = getattr(pf, "build_navmesh_vertices", None)
+        if soup is not None and len(soup()) == 0:
             raise SceneError(f"scene {scene.scene_id}: no navigable area (empty navmesh)")
         pf.seed(self.seed)
         self._islands = None
@@ -300,6 +300,8 @@ class HabitatSimulator(Simulator):
 
         pf = self._pf()
         q = np.asarray(pf.snap_point(p), dtype=np.float64)
+        if not hasattr(pf, "build_navmesh_vertices"):  # a pathfinder without the triangles
+            return q
         if self._islands is None:
             soup = np.asarray(pf.build_navmesh_vertices(), dtype=np.float64)
             self._islands = NavmeshIslands(soup, self.agent_max_climb)

@@ -103,7 +103,6 @@ class MeshSimulator(Simulator):
         self._has_pose = start_position is not None
         if start_position is not None:
             self._pos = as_vec3(start_position)
-            self.check_start(self._pos)
 
     def load_arrays(self, mesh: TriangleMeshData) -> None:
         """Use an in-memory mesh (tests, procedural scenes)."""

@@ -99,3 +99,23 @@ def test_rays_pass_through_pixel_centres():
     v = np.arange(s.height // 2 + 4, s.height)
     want = 1.5 * k[1, 1] / (v + 0.5 - k[1, 2])
     np.testing.assert_allclose(depth[v, s.width // 2], want, rtol=1e-4)
+
+
+def test_bad_scenes_raise_one_scene_error_naming_the_cause():
+    from eqa_runner.errors import SceneError
+
+    walls = MeshBuilder()
+    wall = np.array([[0.0, 0.0, 0.0], [4.0, 0.0, 0.0], [4.0, 2.5, 0.0], [0.0, 2.5, 0.0]])
+    walls.add(wall, np.array([[0, 1, 2], [0, 2, 3]]), GREY, -1)  # a wall, no floor
+    with pytest.raises(SceneError, match="has no floor"):
+        _sim(walls).snap_point([1.0, 0.0, 1.0])
+    flipped = MeshBuilder()
+    flipped.quad_y(0.0, 0.0, 4.0, 4.0, 0.0, GREY, facing_up=False)  # a floor facing down
+    with pytest.raises(SceneError, match="flipped normals"):
+        _sim(flipped).navigable_area()
+    ok = MeshBuilder()
+    _platform(ok, 0.0, 0.0, 4.0, 4.0)
+    sim = _sim(ok)
+    sim.check_start([2.0, 0.0, 2.0])
+    with pytest.raises(SceneError, match=r"start \[5.00, 0.00, 2.00\] is on no island.*1.1\d m"):
+        sim.check_start([5.0, 0.0, 2.0])

@@ -169,10 +169,46 @@ def write_express_demo(
             )
             made += 1
         sim.close()
+    records.extend(_house_records(out_dir, len(records), n_scenes))
     path = out_dir / EXPRESS_FILE
     out_dir.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(records, indent=1))
     return path
+
+
+def _house_records(out_dir: Path, first: int, k: int) -> list[dict[str, Any]]:
+    """The two-storey house's episodes: three start upstairs with the goal downstairs, one the
+    other way round (goal viewpoints facing the object asked about)."""
+    from eqa_runner.demo.house import HOUSE_NAME, generate_house, house_episodes
+
+    apt = generate_house()
+    dirname = f"{800 + k:05d}-{HOUSE_NAME}"
+    glb, _ = apt.write(out_dir / "scenes" / "val" / dirname, HOUSE_NAME, ply=True)
+    sim = MeshSimulator(cell_size=0.05)
+    sim.load_scene(SceneSpec(f"hm3d/val/{dirname}", glb))
+    out = []
+    for j, e in enumerate(house_episodes(sim, apt)):
+        idx = first + j
+        out.append(
+            {
+                "episode_id": str(idx),
+                "trajectory_id": f"{dirname}-{j:02d}",
+                "scene_id": f"hm3d/val/{dirname}",
+                "episode_path": f"episode/{idx:04d}-{dirname}",
+                "type": "attribute",
+                "question": e["question"],
+                "answer": e["answer"],
+                "start_position": np.round(e["start"], 4).tolist(),
+                "start_rotation": np.round(geo.yaw_to_quat(-math.pi / 2), 6).tolist(),  # east
+                "goal_position": np.round(e["goal"], 4).tolist(),
+                "goal_rotation": np.round(geo.yaw_to_quat(e["goal_yaw"]), 6).tolist(),
+                "geodesic_distance": round(e["geodesic"], 4),
+                "step_length": 0.25,
+                "actions": [],
+            }
+        )
+    sim.close()
+    return out
 
 
 # ----------------------------------------------------------------------------- OpenEQA
