@@ -12,6 +12,11 @@ from collections import OrderedDict
 
 import numpy as np
 
+# imported with the module, not on a simulator thread: concurrent first imports race (open3d
+# iterates sys.modules while it loads)
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components, dijkstra
+
 from eqa_runner.sim.base import NAN3
 from eqa_runner.sim.navgrid import NavGrid
 from eqa_runner.sim.recast import DIRS, SpanField, neighbour, span_components
@@ -45,7 +50,6 @@ class LayeredNavGrid:
 
     # ------------------------------------------------------------------ graph
     def _graph(self):
-        from scipy.sparse import coo_matrix
 
         f = self.field
         nodes = np.where(f.walkable, self.node_of, -1)
@@ -119,7 +123,6 @@ class LayeredNavGrid:
 
     # ------------------------------------------------------------------ paths
     def _source(self, node: int) -> tuple[np.ndarray, np.ndarray]:
-        from scipy.sparse.csgraph import dijkstra
 
         hit = self._sources.get(node)
         if hit is not None:
@@ -191,7 +194,6 @@ class LayeredNavGrid:
     ) -> np.ndarray:
         """Uniform over spans within ``radius`` (x-z) of ``p`` connected to its snap inside the
         disc (Detour's ``findRandomPointAroundCircle``)."""
-        from scipy.sparse.csgraph import connected_components
 
         node, _ = self.snap_node(p)
         if node < 0:

@@ -16,6 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# imported with the module, not on a simulator thread: concurrent first imports race (open3d
+# iterates sys.modules while it loads)
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+
 # 4-neighbour offsets (i, j), Recast's direction order
 DIRS = ((-1, 0), (0, 1), (1, 0), (0, -1))
 _MAX_POINTS = 2_000_000  # surface samples per rasterisation chunk
@@ -277,8 +282,6 @@ def _drop_small_regions(field: SpanField, min_cells: int) -> None:
 def span_components(field: SpanField) -> tuple[np.ndarray, np.ndarray]:
     """Connected components of walkable spans over 4-neighbour links: (label per span, -1 off
     the walkable area; sizes per label)."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
 
     nx, nz, k = field.floor.shape
     idx = np.arange(nx * nz * k).reshape(nx, nz, k)
