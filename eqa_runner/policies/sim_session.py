@@ -105,16 +105,12 @@ class SimSession:
             return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
 
     def ensure_scene(self, spec: SceneSpec, start_position: Any) -> None:
-        """(simulator thread) Load ``spec`` unless it is the loaded scene; a scene without
-        navigable area or a start on no island is a :class:`SceneError` (the episode's error
-        record names the scene and the cause)."""
+        """(simulator thread) Load ``spec`` unless it is the loaded scene."""
         if self.loaded is None or Path(spec.mesh_path) != self.loaded:
             self.sim.load_scene(spec, start_position=start_position)
             self.loaded = Path(spec.mesh_path)
             self._loads += 1
             self.load_log.append(str(spec.mesh_path))
-        if start_position is not None:
-            self.sim.check_start(start_position)
 
     def close(self) -> None:
         """Stop the simulator threads after the calls in flight, if any (waiting up to 60 s).

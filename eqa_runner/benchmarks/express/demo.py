@@ -26,6 +26,7 @@ from eqa_runner.sim.base import SceneSpec
 from eqa_runner.sim.mesh import MeshSimulator
 
 EXPRESS_FILE = "express-bench.json"
+EXPRESS_HOUSE_FILE = "express-bench-house.json"  # the two-storey house's episodes
 EXPRESS_TYPES = ["object", "existence", "attribute", "location", "state", "knowledge", "counting"]
 KNOWLEDGE = {  # EXPRESS "knowledge": everyday knowledge that points to an object
     "fridge": "Where can I keep my drinks cold?",
@@ -169,10 +170,12 @@ def write_express_demo(
             )
             made += 1
         sim.close()
-    records.extend(_house_records(out_dir, len(records), n_scenes))
     path = out_dir / EXPRESS_FILE
     out_dir.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(records, indent=1))
+    # the two-storey house: its own questions file (task.questions_file=express-bench-house.json)
+    house = _house_records(out_dir, 0, n_scenes)
+    (out_dir / EXPRESS_HOUSE_FILE).write_text(json.dumps(house, indent=1))
     return path
 
 
@@ -191,7 +194,7 @@ def _house_records(out_dir: Path, first: int, k: int) -> list[dict[str, Any]]:
         idx = first + j
         out.append(
             {
-                "episode_id": str(idx),
+                "episode_id": f"house-{idx}",
                 "trajectory_id": f"{dirname}-{j:02d}",
                 "scene_id": f"hm3d/val/{dirname}",
                 "episode_path": f"episode/{idx:04d}-{dirname}",

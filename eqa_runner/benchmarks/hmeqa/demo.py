@@ -30,6 +30,7 @@ from eqa_runner.sim.base import SceneSpec
 from eqa_runner.sim.mesh import MeshSimulator
 
 QUESTIONS_FILE, POSES_FILE = "questions.csv", "scene_init_poses.csv"
+HOUSE_QUESTIONS_FILE = "questions-house.csv"  # the two-storey house's questions
 PADDING = "(Do not choose this option)"
 LABELS = ("location", "existence", "state", "identification", "count")
 LETTERS = "ABCD"
@@ -193,14 +194,15 @@ def write_hmeqa_demo(
             )
             made += 1
     house_rows, house_pose = _house(out_dir, n_scenes, rng)
-    rows.extend(house_rows)
     poses.append(house_pose)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / QUESTIONS_FILE
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    # the two-storey house: its own questions file (task.questions_file=questions-house.csv)
+    for p, part in ((path, rows), (out_dir / HOUSE_QUESTIONS_FILE, house_rows)):
+        with p.open("w", newline="", encoding="utf-8") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(part)
     with (out_dir / POSES_FILE).open("w", newline="", encoding="utf-8") as fh:
         w2 = csv.writer(fh)
         w2.writerow(["scene_floor", "init_x", "init_y", "init_z", "init_angle"])
