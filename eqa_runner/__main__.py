@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 from dataclasses import fields, is_dataclass
+from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
@@ -30,7 +31,7 @@ def app(cfg: DictConfig) -> object:
 
     defer_run_log()  # nothing reaches run.log before the run dir is checked and labelled
     try:
-        result = run(cfg)
+        result = run(cfg, report=tracker_report)
     except UserError as e:
         release_run_log(keep=False)
         print(f"error: {e}", file=sys.stderr, flush=True)
@@ -44,6 +45,14 @@ def app(cfg: DictConfig) -> object:
     if result.get("exit_code", 0) >= 128:
         sys.exit(result["exit_code"])  # interrupted: a sweep stops here too
     return result
+
+
+def tracker_report(run_dir: Path) -> Path | None:
+    """``report.html`` of a finished run, for the experiment trackers (``logger=…``)."""
+    from eqa_runner.report.html import write_reports
+    from eqa_runner.report.runs import load_runs
+
+    return write_reports(load_runs([run_dir]), compare=False)[0]
 
 
 def _in_sweep_job() -> bool:
@@ -77,7 +86,10 @@ def main() -> None:
         sys.stdout.write(render_help())
         return
     from eqa_runner.llm import secret_overrides
+    from eqa_runner.redact import install
     from eqa_runner.run.rundir import remove_unlabelled_fresh_dirs
+
+    install()  # every secret of the environment is redacted from the console and the logs
 
     refusal = secret_overrides(sys.argv[1:])  # before Hydra composes, logs or writes anything
     if refusal:

@@ -20,8 +20,13 @@ class RunConfig:
     workers: int = bounded(4, ge=1)  # concurrent episodes
     seed: int = 1234
     resume: bool = False
+    # resume a dir that has records but no provenance.json (you vouch they came from this config)
+    adopt: bool = False
     dry_run: bool = False
     save_artifacts: bool = False
+    # a top-down map PNG per exploration episode (maps/<episode>.png); with save_artifacts also
+    # an animated replay (frames beside the map position)
+    trajectory_maps: bool = True
     episode_timeout_s: float = bounded(1800.0, gt=0)
     progress: bool = True
     cache: bool = True  # disk cache of model calls

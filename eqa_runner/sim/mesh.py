@@ -16,6 +16,7 @@ from eqa_runner.errors import ConfigError, SceneError
 from eqa_runner.sim import geometry as geo
 from eqa_runner.sim.base import (
     NAN3,
+    NavigableMap,
     Observation,
     SceneSpec,
     SensorSpec,
@@ -425,6 +426,11 @@ class MeshSimulator(Simulator):
         y = self._agent_floor() if floor_y is None else float(floor_y)
         sel = self.layered.on_floor(y, self.agent_max_climb + 0.05 if band is None else band)
         return float(len(sel)) * self.cell_size**2
+
+    def navigable_map(self, floor_y: float, cell_m: float = 0.1) -> NavigableMap:
+        """The storey at ``floor_y`` (this backend's own cells; ``cell_m`` is not used)."""
+        g = self.layered.floor_view(float(floor_y), self.agent_max_climb + 0.05, self.snap_max_dist)
+        return NavigableMap(g.navigable, (g.x0, g.z0), g.c, g.floor_y)
 
     def close(self) -> None:
         self._rc = None
