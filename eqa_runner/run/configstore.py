@@ -104,10 +104,47 @@ def _check(config: DictConfig) -> None:
     refusal = screen_values({str(k): v for k, v in data.items()})
     if refusal:
         raise ConfigSecretError(refusal)
+    unknown = unknown_added_key(config)
+    if unknown:
+        raise UserError(unknown)
     check_config(config)
     from eqa_runner.run.build import check_capabilities
 
     check_capabilities(config)
+
+
+def unknown_added_key(config: DictConfig) -> str | None:
+    """The refusal for a ``+a.b=v`` override adding a key that ``a``'s typed schema does not
+    have (``+llm.temprature=0``): nothing would read it. Free-form maps (``extra_params``,
+    ``hydra.job.env_set``) take any key."""
+    import dataclasses
+    import difflib
+
+    try:
+        overrides = [str(o) for o in config.hydra.overrides.task]
+    except Exception:  # noqa: BLE001 - composed without Hydra's node: nothing typed on a CLI
+        return None
+    for o in overrides:
+        if not o.startswith("+") or o.startswith("++") or "=" not in o:
+            continue
+        key = o[1:].split("=", 1)[0]
+        if "." not in key or key.startswith("hydra."):
+            continue
+        parent_key, name = key.rsplit(".", 1)
+        parent = OmegaConf.select(config, parent_key, default=None)
+        typ = OmegaConf.get_type(parent) if isinstance(parent, DictConfig) else None
+        if typ is None or not dataclasses.is_dataclass(typ):
+            continue
+        known = sorted(f.name for f in dataclasses.fields(typ))
+        if name in known:
+            continue
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f"; did you mean {parent_key}.{close[0]}?" if close else ""
+        return (
+            f"+{key}: {parent_key} has no key {name}{hint} (`+` adds a key its schema does not "
+            "have, and nothing would read it; `--cfg job` lists the keys)"
+        )
+    return None
 
 
 def _exit_on_error(fn: Any) -> None:
