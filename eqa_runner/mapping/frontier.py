@@ -39,16 +39,40 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
-from scipy import ndimage
-from skimage import graph, measure
-from sklearn.cluster import DBSCAN
 
 from eqa_runner.errors import ConfigError
 from eqa_runner.mapping.config import FrontierPlannerConfig, VisualPromptConfig
 from eqa_runner.mapping.tsdf import FuseStats, TSDFVolume
+
+
+# scipy / scikit-image / scikit-learn take seconds to import: loaded on first use, so building
+# the policy (e.g. for ``run.dry_run``) does not pay for them.
+def _ndimage() -> Any:
+    from scipy import ndimage
+
+    return ndimage
+
+
+def _skimage_graph() -> Any:
+    from skimage import graph
+
+    return graph
+
+
+def _skimage_measure() -> Any:
+    from skimage import measure
+
+    return measure
+
+
+def _sk_dbscan() -> Any:
+    from sklearn.cluster import DBSCAN
+
+    return DBSCAN
+
 
 _NEIGHBOUR_KERNEL = np.array([[1, 1, 1], [1, 0, 1], [1, 1, 1]], dtype=np.int16)
 
@@ -105,11 +129,11 @@ def dbscan_cells(cells: np.ndarray, eps: float, min_samples: int, shape) -> np.n
     """
     cells = np.asarray(cells, dtype=int)
     if min_samples != 2 or not (1.0 <= eps < 2.0) or len(cells) == 0:
-        return DBSCAN(eps=eps, min_samples=min_samples).fit(cells).labels_
+        return _sk_dbscan()(eps=eps, min_samples=min_samples).fit(cells).labels_
     grid = np.zeros(tuple(int(s) for s in shape), dtype=bool)
     grid[cells[:, 0], cells[:, 1]] = True
     structure = np.ones((3, 3), dtype=bool) if eps >= math.sqrt(2) else None
-    comp, _ = ndimage.label(grid, structure=structure)
+    comp, _ = _ndimage().label(grid, structure=structure)
     lab = comp[cells[:, 0], cells[:, 1]]
     sizes = np.bincount(lab)
     out = np.full(len(cells), -1, dtype=int)
@@ -255,7 +279,7 @@ class FrontierPlanner:
             free |= self._init_cells
         k = max(int(self.cfg.fill_dim / vol.voxel_size), 1)
         se = np.ones((k, k), dtype=bool)
-        return ndimage.binary_erosion(ndimage.binary_dilation(free, se), se)
+        return _ndimage().binary_erosion(_ndimage().binary_dilation(free, se), se)
 
     def unexplored(self) -> np.ndarray:
         """Columns never marked explored (the start disc counts as explored)."""
@@ -268,7 +292,7 @@ class FrontierPlanner:
     def island_of(free: np.ndarray, cell: np.ndarray) -> np.ndarray:
         """Connected component (4-connectivity) of ``free`` containing ``cell``, else the
         component nearest to it (upstream heuristic)."""
-        labels = measure.label(free, connectivity=1)
+        labels = _skimage_measure().label(free, connectivity=1)
         lab = labels[cell[0], cell[1]]
         if not free[cell[0], cell[1]]:
             cand = np.argwhere(labels > 0)
@@ -302,13 +326,13 @@ class FrontierPlanner:
         island = self.island_of(free, cur)
         unexplored = self.unexplored()
         un_i = unexplored.astype(np.int16)
-        n_un = ndimage.convolve(un_i, _NEIGHBOUR_KERNEL, mode="constant", cval=0)
+        n_un = _ndimage().convolve(un_i, _NEIGHBOUR_KERNEL, mode="constant", cval=0)
         cells = np.argwhere(
             island & (n_un >= c.frontier_min_neighbors) & (n_un <= c.frontier_max_neighbors)
         )
         frontiers = self._cluster(cells)
-        grad0 = ndimage.sobel(un_i.astype(float), axis=0)
-        grad1 = ndimage.sobel(un_i.astype(float), axis=1)
+        grad0 = _ndimage().sobel(un_i.astype(float), axis=0)
+        grad1 = _ndimage().sobel(un_i.astype(float), axis=1)
 
         info: dict = {"num_frontier_cells": len(cells), "num_frontiers": len(frontiers)}
         val2d = self.semantic_map() if self._semantic_on(step) else None
@@ -463,7 +487,7 @@ class FrontierPlanner:
         start = cur if island[cur[0], cur[1]] else self._nearest_on(island, cur)
         costs = np.where(island, 1.0, np.inf)
         costs[tuple(start)] = 1.0
-        mcp = graph.MCP_Geometric(costs, fully_connected=True)
+        mcp = _skimage_graph().MCP_Geometric(costs, fully_connected=True)
         cum, _ = mcp.find_costs([tuple(start)], [tuple(next_cell)])
         if not np.isfinite(cum[tuple(next_cell)]):
             reach = np.isfinite(cum)
@@ -569,7 +593,7 @@ class FrontierPlanner:
         """The value map the frontier weights read: the running means, gaussian-smoothed."""
         if self.cfg.smooth_sigma <= 0:
             return self.sem_value.copy()
-        return ndimage.gaussian_filter(self.sem_value, sigma=self.cfg.smooth_sigma)
+        return _ndimage().gaussian_filter(self.sem_value, sigma=self.cfg.smooth_sigma)
 
     def _value_along(self, cell: np.ndarray, normal: np.ndarray, val2d: np.ndarray) -> float:
         """Mean of the non-zero map values along the normal (0 when all are zero)."""
