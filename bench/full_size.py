@@ -35,7 +35,9 @@ def _link(src: Path, dst: Path) -> None:
         os.symlink(src.resolve(), dst)
 
 
-def _scene_copies(src_scenes: list[Path], dst_root: Path, n: int, first: int, tag: str) -> list[str]:
+def _scene_copies(
+    src_scenes: list[Path], dst_root: Path, n: int, first: int, tag: str
+) -> list[str]:
     """``n`` scene folders ``NNNNN-<tag>NNN/<tag>NNN.{glb,scene.json}`` linked to the demo's."""
     names = []
     for k in range(n):

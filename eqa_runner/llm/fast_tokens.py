@@ -70,16 +70,15 @@ def _bare_name(model: str) -> str | None:
 def count_text(text: str) -> int:
     """o200k_base tokens of ``text``, encoded in litellm's 1,024-character chunks."""
     enc = _encoding()
-    return sum(
-        len(enc.encode_ordinary(text[i : i + CHUNK_CHARS])) for i in range(0, len(text), CHUNK_CHARS)
-    )
+    chunks = (text[i : i + CHUNK_CHARS] for i in range(0, len(text), CHUNK_CHARS))
+    return sum(len(enc.encode_ordinary(c)) for c in chunks)
 
 
 def flat_price(model: str) -> tuple[float, float] | None:
     """(input, output) USD per token from the bundled cost map, when the entry is flat."""
     name = _bare_name(model)
     entry = _cost_map().get(name or "")
-    if not isinstance(entry, dict) or not _FLAT_KEYS <= entry.keys():
+    if not isinstance(entry, dict) or not entry.keys() >= _FLAT_KEYS:
         return None
     if any("above" in k or "tier" in k for k in entry):  # long-context or tiered pricing
         return None
