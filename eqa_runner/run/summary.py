@@ -22,7 +22,7 @@ from eqa_runner.records import (
     EPISODES_FILE,
     SUMMARY_FILE,
     final_records,
-    read_records,
+    iter_records,
     write_json_atomic,
 )
 from eqa_runner.scoring.aggregate import intervals_note
@@ -181,7 +181,11 @@ def write_summary(
 ) -> dict[str, Any]:
     """Aggregate the final record of each selected episode into ``summary.json``."""
     cfg, judge, out_dir, ids = inputs.cfg, inputs.judge, inputs.out_dir, inputs.episode_ids
-    final = final_records(read_records(out_dir / jsonl_name))
+    # streamed, each record without its trace (no summary number comes from it): the memory
+    # is one record, not the file
+    final = final_records(
+        cast(EpisodeRecord, {**r, "trace": {}}) for r in iter_records(out_dir / jsonl_name)
+    )
     recs = [final[i] for i in ids if i in final]
     method = str(cfg.run.get("interval", "cluster"))
     agg = judge.aggregate(
