@@ -15,6 +15,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -26,14 +27,15 @@ from bench.sweep_data import write_sweep  # noqa: E402
 
 def measured(cmd: list[str], cwd: Path) -> tuple[float, float, float]:
     """(wall s, CPU s, peak RSS MB) of one child process."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, ru = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode:
-        err = proc.stderr.read().decode() if proc.stderr else ""
-        raise RuntimeError(f"{' '.join(cmd)} failed: {err[-400:]}")
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, ru = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode not in (0, 1):  # 1: a rejudge with errored episodes
+            err.seek(0)
+            raise RuntimeError(f"{' '.join(cmd)} failed: {err.read().decode()[-400:]}")
     return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
 
 

@@ -212,18 +212,30 @@ def _rejudge_locked(run_dir: Path, cfg: DictConfig, judge: Judge, tag: str) -> d
 
     with RecordWriter(run_dir / out_name) as w:
         asyncio.run(main(w))
+    return _write_rejudged_summary(run_dir, cfg, judge, tag, list(src), prompts)
+
+
+def _write_rejudged_summary(
+    run_dir: Path,
+    cfg: DictConfig,
+    judge: Judge,
+    tag: str,
+    ids: list[str],
+    prompts: dict[str, dict[str, object]],
+) -> dict[str, Any]:
+    """``summary.rejudged-<tag>.json`` from the re-judged records of the episodes ``ids``."""
     inputs = SummaryInputs(
         cfg=cfg,
         task_info={"name": cfg.task.get("name"), "rejudged": True},  # subsets: from the records
         policy_name=str(cfg.policy.get("name")),
         judge=judge,
-        episode_ids=list(src),
+        episode_ids=ids,
         out_dir=run_dir,
         prompts=prompts,
     )
     return write_summary(
         inputs,
-        jsonl_name=out_name,
+        jsonl_name=f"episodes.rejudged-{tag}.jsonl",
         summary_name=f"summary.rejudged-{tag}.json",
         extra={"rejudged_from": EPISODES_FILE},
     )

@@ -127,6 +127,20 @@ def dry_run(cfg: DictConfig, parts: Components, episodes: Sequence[Episode]) -> 
             t["completion_tokens"] += c
             t["images"] += len(r.image_sizes)
             t["cost_usd"] = None if cost is None or t["cost_usd"] is None else t["cost_usd"] + cost
+    lines = _report_lines(cfg, parts, episodes, totals, problems)
+    print("\n".join(lines), flush=True)
+    return {"dry_run": True, "episodes": len(episodes), "estimate": totals, "problems": problems}
+
+
+def _report_lines(
+    cfg: DictConfig,
+    parts: Components,
+    episodes: Sequence[Episode],
+    totals: dict[str, dict[str, Any]],
+    problems: list[str],
+) -> list[str]:
+    """The dry run's printout: the selection, per-role totals, the cost cap's verdict."""
+    task, policy = parts.task, parts.policy
     lines = [
         f"dry run: {len(episodes)} episodes selected (task={task.name}, "
         f"policy={policy.name}); no model was called"
@@ -165,5 +179,4 @@ def dry_run(cfg: DictConfig, parts: Components, episodes: Sequence[Episode]) -> 
         )
     if problems:
         lines.append(f"  {len(problems)} episode(s) could not be estimated, e.g. {problems[0]}")
-    print("\n".join(lines), flush=True)
-    return {"dry_run": True, "episodes": len(episodes), "estimate": totals, "problems": problems}
+    return lines
