@@ -34,7 +34,7 @@ def seed_run(out: Path) -> Path:
     run = out / "seed-run"
     if (run / "summary.json").is_file():
         return run
-    from eqa_runner.demo.datasets import write_express_demo
+    from eqa_runner.benchmarks.express.demo import write_express_demo
 
     data = write_express_demo(out / "seed-data", seed=0)
     cmd = [sys.executable, "-m", "eqa_runner", "task=express", "policy=re", "llm=offline",

@@ -1,4 +1,4 @@
-"""``python -m eqa_runner …overrides``: the Hydra app. Everything else lives in run.py."""
+"""``python -m eqa_runner …overrides``: the Hydra app. The run itself lives in ``run/``."""
 
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ def config_error_line(exc: BaseException) -> str | None:
     from hydra.errors import ConfigCompositionException, OverrideParseException
     from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
-    from eqa_runner.run.configstore import SCHEMAS
+    from eqa_runner.run.configstore import schemas as all_schemas
 
     if not isinstance(exc, (ConfigCompositionException, OverrideParseException)):
         return None
@@ -152,7 +152,7 @@ def config_error_line(exc: BaseException) -> str | None:
     if "Config search path:" in lines:  # an unknown option: keep "Available options ..."
         lines = lines[: lines.index("Config search path:")]
     if len(lines) > 2 and lines[1].startswith("Available options"):  # one option a line
-        schemas = {name for nodes in SCHEMAS.values() for name in nodes}
+        schemas = {name for nodes in all_schemas().values() for name in nodes}
         return "\n".join([lines[0], lines[1], *(f"\t{o}" for o in lines[2:] if o not in schemas)])
     if isinstance(exc, OverrideParseException):
         return (

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import yaml
 
+from eqa_runner.registry import benchmarks
+
 CONF = Path(__file__).resolve().parent / "conf"
 GROUPS = ("task", "policy", "llm", "judge", "sim", "experiment", "hydra/launcher")
 
@@ -30,6 +32,7 @@ def render_help() -> str:
         options = sorted(p.stem for p in (CONF / group).glob("*.yaml"))
         if options:
             lines.append(f"{group}: {', '.join(options)}")
+    lines += ["", "== Benchmarks ==", *benchmark_lines()]
     lines += [
         "",
         "Key settings: run.limit, run.episodes, run.workers, run.shard=i/n, run.seed,",
@@ -40,3 +43,13 @@ def render_help() -> str:
         help_cfg.get("footer", "").rstrip(),
     ]
     return "\n".join(lines) + "\n"
+
+
+def benchmark_lines() -> list[str]:
+    """One line per benchmark of the registry: its task option, judge, protocol and docs."""
+    out = []
+    for b in benchmarks():
+        parts = [f"judge={b.judge}"] + ([f"protocol={b.protocol}"] if b.protocol else [])
+        docs = f"; {b.docs}" if b.docs else ""
+        out.append(f"task={b.name}: {b.title} ({', '.join(parts)}{docs})")
+    return out

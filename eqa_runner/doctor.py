@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import re
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -41,10 +42,23 @@ KEY_NAMES = [
     "HUGGINGFACE_API_KEY",
     "AWS_ACCESS_KEY_ID",
 ]
-DATA_DIRS = {
-    "openeqa": ("OPENEQA_DATA_DIR", "data/openeqa"),
-    "express": ("EXPRESS_DATA_DIR", "data/express"),
-}
+_ENV_DEFAULT = re.compile(r"^\$\{oc\.env:(\w+),([^}]*)\}$")
+
+
+def data_dir_defaults() -> dict[str, tuple[str | None, str]]:
+    """Each benchmark's ``task.data_dir`` default: (environment variable, fallback path)."""
+    from dataclasses import fields
+
+    from eqa_runner.registry import benchmarks
+
+    out: dict[str, tuple[str | None, str]] = {}
+    for bench in benchmarks():
+        for schema in bench.schemas.get("task", {}).values():
+            default = next((f.default for f in fields(schema) if f.name == "data_dir"), None)
+            if isinstance(default, str):
+                m = _ENV_DEFAULT.match(default)
+                out[bench.cli_name] = (m.group(1), m.group(2)) if m else (None, default)
+    return out
 
 
 def _version(dist: str) -> str | None:
@@ -110,7 +124,7 @@ def check_jit() -> tuple[bool, str]:
 
 def check_habitat(gpu_device_id: int) -> tuple[bool, list[str]]:
     """habitat-sim version, EGL devices, and one RGB-D render of a demo apartment (in the
-    scene convention the EXPRESS demo uses) with this ``gpu_device_id``."""
+    HM3D scene convention the demo datasets use) with this ``gpu_device_id``."""
     import tempfile
 
     from eqa_runner.sim.habitat import INSTALL_HINT, cuda_visible_devices, egl_devices
@@ -145,8 +159,8 @@ def check_habitat(gpu_device_id: int) -> tuple[bool, list[str]]:
 
 def data_dirs(root: Path) -> list[str]:
     out = []
-    for name, (env, default) in DATA_DIRS.items():
-        val = os.environ.get(env)
+    for name, (env, default) in data_dir_defaults().items():
+        val = os.environ.get(env) if env else None
         path = Path(val) if val else root / default
         src = f"${env}" if val else "default"
         out.append(f"{name}: {path} ({src}) {'found' if path.is_dir() else 'MISSING'}")

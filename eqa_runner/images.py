@@ -24,7 +24,7 @@ def image_size(path: Path) -> tuple[int, int]:
 
 
 def resized_size(width: int, height: int, longer_side: int | None) -> tuple[int, int]:
-    """Size after scaling so the longer side is ``longer_side`` (as the OpenEQA baselines do).
+    """Size after scaling so the longer side is ``longer_side`` (as the frame baselines do).
 
     Frames already smaller than that are kept as they are (upscaling adds tokens, not detail).
     """

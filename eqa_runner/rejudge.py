@@ -119,11 +119,11 @@ def check_tag(tag: str) -> str:
 def rejudge(run_dir: Path, overrides: list[str], *, tag: str | None = None) -> dict[str, Any]:
     """Re-score every ok episode of ``run_dir`` with the judge in the (overridden) config."""
     from eqa_runner.records import RunLock
-    from eqa_runner.run.build import check_choices, check_pinned_judge
+    from eqa_runner.run.build import check_capabilities, check_pinned_judge
 
     run_dir = Path(run_dir)
     cfg = load_run_config(run_dir, overrides)
-    check_choices(cfg)
+    check_capabilities(cfg)
     check_pinned_judge(cfg)
     try:
         judge = build(cfg.judge, Judge, "judge")  # type: ignore[type-abstract]  # python/mypy#4717

@@ -78,7 +78,7 @@ def openeqa_data(tmp_path: Path) -> Path:
 def express_demo(tmp_path_factory) -> Path:
     """The procedural EXPRESS demo (2 scenes, 12 questions), written once per session
     (read-only: copy it before changing files)."""
-    from eqa_runner.demo.datasets import write_express_demo
+    from eqa_runner.benchmarks.express.demo import write_express_demo
 
     out = tmp_path_factory.mktemp("express_demo") / "express"
     write_express_demo(out, seed=0)

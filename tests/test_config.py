@@ -14,6 +14,7 @@ from omegaconf import OmegaConf
 from eqa_runner.errors import ConfigSecretError
 from eqa_runner.llm import LLMClient
 from eqa_runner.policies.base import Policy
+from eqa_runner.run.build import check_capabilities
 from eqa_runner.run.loop import build
 from eqa_runner.scoring.base import Judge
 from eqa_runner.tasks.base import Task
@@ -63,7 +64,7 @@ def test_every_llm_preset_builds_a_client(compose_cfg, llm):
 @pytest.mark.parametrize("experiment", _options("experiment"))
 def test_every_experiment_composes(compose_cfg, experiment, tmp_path):
     cfg = compose_cfg([f"experiment={experiment}", f"task.data_dir={tmp_path}"])
-    assert cfg.policy.name in cfg.task.policies
+    check_capabilities(cfg)  # the preset's policy and judge fit its task
 
 
 def test_openeqa_presets_match_the_paper(compose_cfg):
@@ -112,7 +113,7 @@ def test_cli_help_and_cfg_job():
     assert "openeqa_em" in groups["task"] and "multiframe" in groups["policy"]
     res = _cli("--cfg", "job", "policy=single")
     assert res.returncode == 0
-    assert "strategy: middle" in res.stdout and "_target_: eqa_runner.tasks" in res.stdout
+    assert "strategy: middle" in res.stdout and "_target_: eqa_runner.benchmarks" in res.stdout
 
 
 def test_cli_incompatible_policy_is_one_line_error(tmp_path):
@@ -125,9 +126,11 @@ def test_cli_incompatible_policy_is_one_line_error(tmp_path):
     assert res.returncode == 2
     line = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
     assert line == [
-        "error: policy=re cannot run task=openeqa_em; valid policies for "
-        "openeqa_em: blind, single, multiframe"
+        "error: policy=re needs an exploration protocol, a simulator (a scene and a start "
+        "pose); task=openeqa_em provides frames, open_answer, question "
+        "(docs/architecture.md: capabilities)"
     ]
+    assert not (tmp_path / "run").exists()  # refused before the run dir is made
 
 
 def test_cli_multirun_offline(tmp_path):

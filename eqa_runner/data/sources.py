@@ -92,11 +92,11 @@ class LocalFrameSource(FrameSource):
 
 
 class HFFrameSource(FrameSource):
-    """A Hugging Face dataset repository (default ``AIGeeksGroup/OpenEQA``)."""
+    """A Hugging Face dataset repository of frame archives (``repo_id``: the benchmark's)."""
 
     def __init__(
         self,
-        repo_id: str = "AIGeeksGroup/OpenEQA",
+        repo_id: str,
         pattern: str = DEFAULT_PATTERN,
         revision: str | None = None,
         repo_type: str = "dataset",

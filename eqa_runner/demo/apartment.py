@@ -10,7 +10,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -124,13 +124,32 @@ def generate_apartment(
     ceiling: bool = True,
     min_triangles: int = 0,
 ) -> Apartment:
-    """A deterministic apartment for ``seed`` (4-8 rooms, 10-30 objects)."""
+    """A deterministic apartment for ``seed`` (4-8 rooms, 10-30 objects): rooms split from a
+    rectangle, doorways on a spanning tree, walls, doors on private rooms, then furniture."""
     rng = np.random.default_rng(seed)
     n_rooms = int(n_rooms if n_rooms is not None else rng.integers(4, 7))
     n_rooms = int(np.clip(n_rooms, 4, 8))
     width = round(float(rng.uniform(9.0, 12.0)) + 0.6 * max(0, n_rooms - 5), 1)
     depth = round(float(rng.uniform(7.0, 9.0)) + 0.4 * max(0, n_rooms - 5), 1)
     rects = split_rooms(rng, width, depth, n_rooms)
+    rooms = _name_rooms(rng, rects)
+    doorways = _doorways(rng, rects, rooms)
+    b = _Builder(rng)
+    _shell(b.mb, rooms, rects, doorways, (width, depth), ceiling)
+    _doors(b, rooms, doorways)
+    for room in rooms:
+        _furnish(b, room, doorways)
+    v, t, c, o = b.mb.arrays()
+    if min_triangles and len(t) < min_triangles:
+        v, t, c, o = subdivide_to(v, t, c, o, min_triangles)
+    return Apartment(seed, rooms, b.objects, doorways, v, t, c, o)
+
+
+Rect = Any  # (x0, z0, x1, z1) of a room, as split_rooms returns it
+
+
+def _name_rooms(rng: np.random.Generator, rects: list[Rect]) -> list[Room]:
+    """The largest room is the living room, the smallest the bathroom, the rest drawn."""
     order = sorted(
         range(len(rects)), key=lambda i: -(rects[i][2] - rects[i][0]) * (rects[i][3] - rects[i][1])
     )
@@ -139,18 +158,21 @@ def generate_apartment(
     rest = [rest[i] for i in rng.permutation(len(rest))]
     for i, kind in zip(order[1:-1], rest, strict=True):
         kinds[i] = kind
-    # kitchen next to the living room when possible is nice but not required
-    rooms = [
+    return [
         Room(kinds[i], [[r[0], r[1]], [r[2], r[3]]], list(FLOOR_COLORS[kinds[i]]))
         for i, r in enumerate(rects)
     ]
 
-    # doorways: a random spanning tree over shared walls long enough for a door
+
+def _doorways(
+    rng: np.random.Generator, rects: list[Rect], rooms: list[Room]
+) -> list[dict[str, Any]]:
+    """Doorways on a random spanning tree over shared walls long enough for a door."""
     edges = [e for e in shared_edges(rects) if e[5] - e[4] >= DOOR_W + 0.6]
     rng.shuffle(edges)
     parent = list(range(len(rects)))
 
-    def find(a):
+    def find(a: int) -> int:
         while parent[a] != a:
             parent[a] = parent[parent[a]]
             a = parent[a]
@@ -170,9 +192,19 @@ def generate_apartment(
                     "width": DOOR_W,
                 }
             )
+    return doorways
 
-    mb = MeshBuilder()
-    # floors and ceiling
+
+def _shell(
+    mb: MeshBuilder,
+    rooms: list[Room],
+    rects: list[Rect],
+    doorways: list[dict[str, Any]],
+    size: tuple[float, float],
+    ceiling: bool,
+) -> None:
+    """Floors, the ceiling, and the walls (outer boundary + shared segments) with doorway gaps."""
+    width, depth = size
     for r in rooms:
         (x0, z0), (x1, z1) = r.bounds
         mb.quad_y(x0, z0, x1, z1, 0.0, r.floor_rgb)
@@ -180,7 +212,6 @@ def generate_apartment(
         mb.quad_y(
             -WALL_T, -WALL_T, width + WALL_T, depth + WALL_T, WALL_H, CEILING_RGB, facing_up=False
         )
-    # walls: outer boundary + shared segments, with doorway gaps
     segments = [
         (1, 0.0, 0.0, width),
         (1, depth, 0.0, width),
@@ -208,11 +239,21 @@ def generate_apartment(
             else:
                 mb.box((p0, y0, line - WALL_T / 2), (p1, y1, line + WALL_T / 2), WALL_RGB)
 
-    objects: list[SceneObject] = []
 
-    def add_object(name, color, state, room, x, z, yaw_k, y=0.0, support=None, size_boxes=None):
-        size, boxes = size_boxes or furniture(name, color, state, rng)
-        oid = len(objects)
+class _Builder:
+    """The mesh and the object list of an apartment being furnished."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self.mb = MeshBuilder()
+        self.objects: list[SceneObject] = []
+
+    def add_object(
+        self, name, color, state, room, x, z, yaw_k, y=0.0, support=None, size_boxes=None
+    ) -> tuple[int, float]:
+        """Place an object (its boxes rotated by ``yaw_k`` quarter turns) and describe it."""
+        size, boxes = size_boxes or furniture(name, color, state, self.rng)
+        oid = len(self.objects)
         ang = yaw_k * math.pi / 2
         cs, sn = round(math.cos(ang)), round(math.sin(ang))
         rot = np.array([[cs, 0, sn], [0, 1, 0], [-sn, 0, cs]], dtype=float)
@@ -220,10 +261,10 @@ def generate_apartment(
         for lo, hi, col in boxes:
             corners = np.array([lo, hi]) @ rot.T + [x, y, z]
             blo, bhi = corners.min(axis=0), corners.max(axis=0)
-            mb.box(blo, bhi, col, oid)
+            self.mb.box(blo, bhi, col, oid)
             lo_all, hi_all = np.minimum(lo_all, blo), np.maximum(hi_all, bhi)
-        sup = objects[support] if support is not None else None
-        objects.append(
+        sup = self.objects[support] if support is not None else None
+        self.objects.append(
             SceneObject(
                 id=oid,
                 name=name,
@@ -239,20 +280,20 @@ def generate_apartment(
         )
         return oid, hi_all[1]
 
-    # doors on private rooms (one per room); closed only for a leaf room
+
+PRIVATE_ROOMS = ("bathroom", "bedroom", "guest bedroom", "office", "laundry room")
+
+
+def _doors(b: _Builder, rooms: list[Room], doorways: list[dict[str, Any]]) -> None:
+    """One door per private room; closed (the room inaccessible) only for a leaf room."""
     deg = {r.name: sum(r.name in d["rooms"] for d in doorways) for r in rooms}
     for d in doorways:
-        priv = [
-            n
-            for n in d["rooms"]
-            if n in ("bathroom", "bedroom", "guest bedroom", "office", "laundry room")
-        ]
-        if not priv or any(o.name == "door" and o.room == priv[0] for o in objects):
+        priv = [n for n in d["rooms"] if n in PRIVATE_ROOMS]
+        if not priv or any(o.name == "door" and o.room == priv[0] for o in b.objects):
             continue
         room = next(r for r in rooms if r.name == priv[0])
-        closed = deg[room.name] == 1 and rng.random() < 0.35
-        color = str(rng.choice(["white", "brown"]))
-        state: str | None = "closed" if closed else "open"
+        closed = deg[room.name] == 1 and b.rng.random() < 0.35
+        color = str(b.rng.choice(["white", "brown"]))
         w, t, c, line = d["width"] - 0.04, 0.04, d["center"], d["line"]
         if closed:  # (along-wall lo, hi), (across-wall lo, hi)
             along, across = (c - w / 2, c + w / 2), (line - t / 2, line + t / 2)
@@ -269,115 +310,135 @@ def generate_apartment(
         else:  # wall along z at x = line
             corner_lo = (across[0], 0.0, along[0])
             corner_hi = (across[1], DOOR_H - 0.02, along[1])
-        size = tuple(float(b - a) for a, b in zip(corner_lo, corner_hi, strict=True))
+        size = tuple(float(hi - lo) for lo, hi in zip(corner_lo, corner_hi, strict=True))
         boxes: list[Box] = [(corner_lo, corner_hi, COLORS[color])]
-        cx = cz = 0.0
-        k = 0
-        add_object("door", color, state, room, cx, cz, k, size_boxes=(size, boxes))
+        state = "closed" if closed else "open"
+        b.add_object("door", color, state, room, 0.0, 0.0, 0, size_boxes=(size, boxes))
         if closed:
             room.accessible = False
 
-    # furniture
-    for room in rooms:
-        (x0, z0), (x1, z1) = room.bounds
-        ix0, iz0, ix1, iz1 = x0 + WALL_T / 2, z0 + WALL_T / 2, x1 - WALL_T / 2, z1 - WALL_T / 2
-        keep_out = []
-        for d in doorways:
-            if room.name not in d["rooms"]:
+
+def _keep_out(room: Room, doorways: list[dict[str, Any]]) -> list[list[float]]:
+    """Footprints in front of the room's doorways where no furniture goes."""
+    out = []
+    for d in doorways:
+        if room.name not in d["rooms"]:
+            continue
+        c0, c1 = d["center"] - d["width"] / 2 - 0.35, d["center"] + d["width"] / 2 + 0.35
+        if d["axis"] == 0:
+            out.append([d["line"] - 1.2, c0, d["line"] + 1.2, c1])
+        else:
+            out.append([c0, d["line"] - 1.2, c1, d["line"] + 1.2])
+    return out
+
+
+TABLES = ("desk", "dining table", "table")  # get chairs and room in front
+
+
+def _furnish(b: _Builder, room: Room, doorways: list[dict[str, Any]]) -> None:
+    """The room's furniture (``ROOM_CONTENT``): up to 60 tries per item for a free footprint."""
+    (x0, z0), (x1, z1) = room.bounds
+    inner = (x0 + WALL_T / 2, z0 + WALL_T / 2, x1 - WALL_T / 2, z1 - WALL_T / 2)
+    keep_out = _keep_out(room, doorways)
+    placed: list[list[float]] = []
+    hanging: list[list[float]] = []
+    for name, placement, palette, prob in ROOM_CONTENT[room.name]:
+        if b.rng.random() > prob:
+            continue
+        color = str(b.rng.choice(palette))
+        state = str(b.rng.choice(STATES[name])) if name in STATES else None
+        size, boxes = furniture(name, color, state, b.rng)
+        extra_front = 0.7 if name in TABLES else 0.0
+        for _ in range(60):
+            spot = _spot(b.rng, placement, inner, size, extra_front)
+            if spot is False:
+                break
+            if spot is None:
                 continue
-            c0, c1 = d["center"] - d["width"] / 2 - 0.35, d["center"] + d["width"] / 2 + 0.35
-            if d["axis"] == 0:
-                keep_out.append([d["line"] - 1.2, c0, d["line"] + 1.2, c1])
-            else:
-                keep_out.append([c0, d["line"] - 1.2, c1, d["line"] + 1.2])
-        placed: list[list[float]] = []
-        hanging: list[list[float]] = []
-        for name, placement, palette, prob in ROOM_CONTENT[room.name]:
-            if rng.random() > prob:
-                continue
-            color = str(rng.choice(palette))
-            state = str(rng.choice(STATES[name])) if name in STATES else None
-            size, boxes = furniture(name, color, state, rng)
-            w, h, dd = size
-            extra_front = 0.7 if name in ("desk", "dining table", "table") else 0.0
-            for _ in range(60):
-                if placement == "center":
-                    k = int(rng.integers(0, 2))
-                    fw, fd = (w, dd) if k % 2 == 0 else (dd, w)
-                    m = 1.0 + extra_front
-                    if ix1 - ix0 < fw + 2 * m or iz1 - iz0 < fd + 2 * m:
-                        break
-                    cx = float(rng.uniform(ix0 + m + fw / 2, ix1 - m - fw / 2))
-                    cz = float(rng.uniform(iz0 + m + fd / 2, iz1 - m - fd / 2))
-                    fp = [
-                        cx - fw / 2 - extra_front,
-                        cz - fd / 2 - extra_front,
-                        cx + fw / 2 + extra_front,
-                        cz + fd / 2 + extra_front,
-                    ]
-                else:
-                    side = int(rng.integers(0, 4))  # 0: z0 wall, 1: x1, 2: z1, 3: x0
-                    k = {0: 0, 1: 3, 2: 2, 3: 1}[side]
-                    fw, fd = (w, dd) if k % 2 == 0 else (dd, w)
-                    if side in (0, 2):
-                        if ix1 - ix0 < fw + 0.2:
-                            continue
-                        cx = float(rng.uniform(ix0 + fw / 2 + 0.05, ix1 - fw / 2 - 0.05))
-                        cz = iz0 + fd / 2 + 0.01 if side == 0 else iz1 - fd / 2 - 0.01
-                    else:
-                        if iz1 - iz0 < fd + 0.2:
-                            continue
-                        cz = float(rng.uniform(iz0 + fd / 2 + 0.05, iz1 - fd / 2 - 0.05))
-                        cx = ix1 - fw / 2 - 0.01 if side == 1 else ix0 + fw / 2 + 0.01
-                    ef = extra_front
-                    fp = [cx - fw / 2, cz - fd / 2, cx + fw / 2, cz + fd / 2]
-                    if ef:
-                        grow = {
-                            0: (0, 0, 0, ef),
-                            1: (-ef, 0, 0, 0),
-                            2: (0, -ef, 0, 0),
-                            3: (0, 0, ef, 0),
-                        }[side]
-                        fp = [fp[0] + grow[0], fp[1] + grow[1], fp[2] + grow[2], fp[3] + grow[3]]
-                if placement == "wallhang":
-                    if any(overlap(fp, q, 0.1) for q in hanging) or any(
-                        overlap(fp, q) for q in keep_out
-                    ):
-                        continue
-                    hanging.append(fp)
-                    add_object(name, color, state, room, cx, cz, k, y=1.2, size_boxes=(size, boxes))
-                    break
-                if any(overlap(fp, q, 0.5) for q in placed) or any(
+            cx, cz, k, fw, fd, fp = spot
+            if placement == "wallhang":
+                if any(overlap(fp, q, 0.1) for q in hanging) or any(
                     overlap(fp, q) for q in keep_out
                 ):
                     continue
-                placed.append(fp)
-                oid, top = add_object(name, color, state, room, cx, cz, k, size_boxes=(size, boxes))
-                if name in ("desk", "dining table", "table"):
-                    add_chairs(name, rng, room, cx, cz, k, fw, fd, w, dd, add_object)
-                for item, p in ON_TOP.get(name, []):
-                    if rng.random() < p:
-                        icol = str(rng.choice(BRIGHT if item != "tv" else ["black"]))
-                        ist = str(rng.choice(STATES[item])) if item in STATES else None
-                        isize, iboxes = furniture(item, icol, ist, rng)
-                        if item == "lamp" and isize[1] > 1.0:  # table lamps only on top
-                            isize, iboxes = small_lamp(icol, ist)
-                        add_object(
-                            item,
-                            icol,
-                            ist,
-                            room,
-                            cx,
-                            cz,
-                            k,
-                            y=float(top),
-                            support=oid,
-                            size_boxes=(isize, iboxes),
-                        )
-                        break
+                hanging.append(fp)
+                b.add_object(name, color, state, room, cx, cz, k, y=1.2, size_boxes=(size, boxes))
                 break
+            if any(overlap(fp, q, 0.5) for q in placed) or any(overlap(fp, q) for q in keep_out):
+                continue
+            placed.append(fp)
+            oid, top = b.add_object(name, color, state, room, cx, cz, k, size_boxes=(size, boxes))
+            if name in TABLES:
+                add_chairs(name, b.rng, room, cx, cz, k, fw, fd, size[0], size[2], b.add_object)
+            _put_on_top(b, room, name, oid, float(top), (cx, cz, k))
+            break
 
-    v, t, c, o = mb.arrays()
-    if min_triangles and len(t) < min_triangles:
-        v, t, c, o = subdivide_to(v, t, c, o, min_triangles)
-    return Apartment(seed, rooms, objects, doorways, v, t, c, o)
+
+Spot = tuple[float, float, int, float, float, list[float]]
+
+
+def _spot(
+    rng: np.random.Generator,
+    placement: str,
+    inner: tuple[float, float, float, float],
+    size: tuple[float, float, float],
+    extra_front: float,
+) -> Spot | None | Literal[False]:
+    """A drawn (cx, cz, yaw_k, footprint w, footprint d, footprint) for an item; None: draw
+    again; False: a centred item does not fit the room at all."""
+    ix0, iz0, ix1, iz1 = inner
+    w, _, dd = size
+    if placement == "center":
+        k = int(rng.integers(0, 2))
+        fw, fd = (w, dd) if k % 2 == 0 else (dd, w)
+        m = 1.0 + extra_front
+        if ix1 - ix0 < fw + 2 * m or iz1 - iz0 < fd + 2 * m:
+            return False
+        cx = float(rng.uniform(ix0 + m + fw / 2, ix1 - m - fw / 2))
+        cz = float(rng.uniform(iz0 + m + fd / 2, iz1 - m - fd / 2))
+        ef = extra_front
+        return (
+            cx,
+            cz,
+            k,
+            fw,
+            fd,
+            [cx - fw / 2 - ef, cz - fd / 2 - ef, cx + fw / 2 + ef, cz + fd / 2 + ef],
+        )
+    side = int(rng.integers(0, 4))  # 0: z0 wall, 1: x1, 2: z1, 3: x0
+    k = {0: 0, 1: 3, 2: 2, 3: 1}[side]
+    fw, fd = (w, dd) if k % 2 == 0 else (dd, w)
+    if side in (0, 2):
+        if ix1 - ix0 < fw + 0.2:
+            return None
+        cx = float(rng.uniform(ix0 + fw / 2 + 0.05, ix1 - fw / 2 - 0.05))
+        cz = iz0 + fd / 2 + 0.01 if side == 0 else iz1 - fd / 2 - 0.01
+    else:
+        if iz1 - iz0 < fd + 0.2:
+            return None
+        cz = float(rng.uniform(iz0 + fd / 2 + 0.05, iz1 - fd / 2 - 0.05))
+        cx = ix1 - fw / 2 - 0.01 if side == 1 else ix0 + fw / 2 + 0.01
+    fp = [cx - fw / 2, cz - fd / 2, cx + fw / 2, cz + fd / 2]
+    if extra_front:  # room in front of a table, away from its wall
+        ef = extra_front
+        grow = {0: (0, 0, 0, ef), 1: (-ef, 0, 0, 0), 2: (0, -ef, 0, 0), 3: (0, 0, ef, 0)}[side]
+        fp = [fp[0] + grow[0], fp[1] + grow[1], fp[2] + grow[2], fp[3] + grow[3]]
+    return cx, cz, k, fw, fd, fp
+
+
+def _put_on_top(
+    b: _Builder, room: Room, name: str, oid: int, top: float, pose: tuple[float, float, int]
+) -> None:
+    """At most one small item (``ON_TOP``) on a placed piece of furniture."""
+    cx, cz, k = pose
+    for item, p in ON_TOP.get(name, []):
+        if b.rng.random() < p:
+            icol = str(b.rng.choice(BRIGHT if item != "tv" else ["black"]))
+            ist = str(b.rng.choice(STATES[item])) if item in STATES else None
+            isize, iboxes = furniture(item, icol, ist, b.rng)
+            if item == "lamp" and isize[1] > 1.0:  # table lamps only on top
+                isize, iboxes = small_lamp(icol, ist)
+            b.add_object(
+                item, icol, ist, room, cx, cz, k, y=top, support=oid, size_boxes=(isize, iboxes)
+            )
+            break

@@ -1,9 +1,7 @@
 """``python -m eqa_runner.demo <dir>``: write the offline demo datasets.
 
-``<dir>/openeqa/`` (OpenEQA-format questions + walkthrough frames rendered from a procedural
-apartment), ``<dir>/express/`` (EXPRESS-format questions + the apartment meshes) and
-``<dir>/hmeqa/`` (HM-EQA-format multiple-choice questions + start poses + meshes),
-``<dir>/aeqa/`` (A-EQA question, pose and path-length files + the apartment meshes). Each is a
+One directory per benchmark of the registry (``<dir>/<name>/``: its questions in the upstream
+file format, with frames or apartment meshes rendered from procedural apartments), each a
 valid ``task.data_dir`` for its task. Deterministic per ``--seed``.
 """
 
@@ -11,57 +9,35 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
+from eqa_runner.registry import benchmarks
 
-def write_demo(
-    out: Path,
-    seed: int = 0,
-    *,
-    openeqa: bool = True,
-    express: bool = True,
-    hmeqa: bool = True,
-    aeqa: bool = True,
-) -> dict[str, Path]:
-    """Write the demo datasets under ``out``; returns their data dirs."""
-    from eqa_runner.demo.datasets import write_express_demo, write_openeqa_demo
 
+def write_demo(out: Path, seed: int = 0, only: Iterable[str] | None = None) -> dict[str, Path]:
+    """Write the demo datasets under ``out`` (every benchmark with a demo writer, or those
+    named in ``only``); returns their data dirs by benchmark (``data``/``demo`` name)."""
     out = Path(out)
+    wanted = set(only) if only is not None else None
     dirs: dict[str, Path] = {}
-    if openeqa:
-        write_openeqa_demo(out / "openeqa", seed=seed)
-        dirs["openeqa"] = out / "openeqa"
-    if express:
-        write_express_demo(out / "express", seed=seed)
-        dirs["express"] = out / "express"
-    if hmeqa:  # HM-EQA (demo/hmeqa.py)
-        from eqa_runner.demo.hmeqa import write_hmeqa_demo
-
-        write_hmeqa_demo(out / "hmeqa", seed=seed)
-        dirs["hmeqa"] = out / "hmeqa"
-    if aeqa:  # A-EQA (eqa_runner/demo/aeqa.py)
-        from eqa_runner.demo.aeqa import write_aeqa_demo
-
-        write_aeqa_demo(out / "aeqa", seed=seed)
-        dirs["aeqa"] = out / "aeqa"
+    for bench in benchmarks():
+        if bench.demo is None or (wanted is not None and bench.cli_name not in wanted):
+            continue
+        bench.resolve("demo")(out / bench.cli_name, seed=seed)
+        dirs[bench.cli_name] = out / bench.cli_name
     return dirs
 
 
 def main(argv: list[str] | None = None) -> None:
+    names = [b.cli_name for b in benchmarks() if b.demo is not None]
     ap = argparse.ArgumentParser(prog="python -m eqa_runner.demo", description=__doc__)
     ap.add_argument("out", type=Path, help="directory to write the demo datasets into")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--only", choices=["openeqa", "express", "hmeqa", "aeqa"], default=None)
+    ap.add_argument("--only", choices=names, default=None)
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    dirs = write_demo(
-        args.out,
-        args.seed,
-        openeqa=args.only in (None, "openeqa"),
-        express=args.only in (None, "express"),
-        hmeqa=args.only in (None, "hmeqa"),
-        aeqa=args.only in (None, "aeqa"),
-    )
+    dirs = write_demo(args.out, args.seed, only=[args.only] if args.only else None)
     for name, d in dirs.items():
         print(f"{name}: task.data_dir={d}")
     print(f"demo written in {time.perf_counter() - t0:.1f}s")

@@ -1,28 +1,22 @@
-"""Offline demo datasets from procedural apartments (EXPRESS-Bench and OpenEQA formats).
+"""What every benchmark's demo writer shares: object names and wording, views that see an
+object, start poses, walkthroughs, frame files (each benchmark's writer is in its package).
 
-Both writers are deterministic per seed and render/plan with the ``mesh`` simulator.
+The writers are deterministic per seed and render/plan with the ``mesh`` simulator.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from eqa_runner.demo.apartment import Apartment, SceneObject, generate_apartment
+from eqa_runner.demo.apartment import Apartment, SceneObject
 from eqa_runner.sim import geometry as geo
-from eqa_runner.sim.base import SceneSpec, SensorSpec
+from eqa_runner.sim.base import SensorSpec
 from eqa_runner.sim.mesh import MeshSimulator
-from eqa_runner.tasks.openeqa_em import CATEGORIES
 
-EXPRESS_FILE = "express-bench.json"
-OPENEQA_FILE = "open-eqa-v0.json"
-EXPRESS_TYPES = ["object", "existence", "attribute", "location", "state", "knowledge", "counting"]
-OPENEQA_CATEGORIES = list(CATEGORIES)
 COLOR_ITEMS = {
     "sofa",
     "armchair",
@@ -50,25 +44,6 @@ STATE_WORDS = {
     "tv": "on or off",
     "laptop": "open or closed",
     "door": "open or closed",
-}
-KNOWLEDGE = {  # EXPRESS "knowledge": everyday knowledge that points to an object
-    "fridge": "Where can I keep my drinks cold?",
-    "bed": "Where could I take a nap?",
-    "stove": "Where can I cook dinner?",
-    "bookshelf": "Where could I find a book to read?",
-    "washing machine": "Where can I wash my clothes?",
-    "bathtub": "Where could I take a bath?",
-    "sofa": "Where can I sit down to watch TV?",
-}
-FUNCTION = {  # OpenEQA "functional reasoning"
-    "fridge": ("Where should I put the leftovers from dinner?", "in the fridge"),
-    "stove": ("What can I use to heat up some soup?", "the stove"),
-    "bed": ("Where can I lie down to sleep?", "on the bed"),
-    "washing machine": ("What can I use to clean my dirty clothes?", "the washing machine"),
-    "sofa": ("Where can several people sit together to watch TV?", "on the sofa"),
-    "desk": ("Where can I sit and work on a laptop?", "at the desk"),
-    "bathtub": ("Where can I take a bath?", "in the bathtub"),
-    "bookshelf": ("Where would I look for a novel?", "on the bookshelf"),
 }
 LEGGED = {"table", "coffee table", "desk", "dining table", "chair"}
 
@@ -158,146 +133,6 @@ def _start_pose(sim, apt, goal: np.ndarray, goal_room: str, rng):
     return best
 
 
-def _express_candidates(apt: Apartment) -> dict[str, list[dict[str, Any]]]:
-    objs = [o for o in apt.objects if _reachable(apt, o)]
-    by_room: Counter[tuple[str, str | None]] = Counter((o.room, o.name) for o in apt.objects)
-    by_name = Counter(o.name for o in apt.objects)
-    c: dict[str, list[dict[str, Any]]] = {t: [] for t in EXPRESS_TYPES}
-    for o in objs:
-        unique_in_room = by_room[(o.room, o.name)] == 1
-        where = f"in the {o.room}"
-        if o.supported_by is not None:
-            where = f"on the {o.supported_by_name} in the {o.room}"
-        if o.name in COLOR_ITEMS and unique_in_room:
-            c["attribute"].append(
-                {
-                    "q": f"What color is the {_disp(o.name)} in the {o.room}?",
-                    "a": o.color,
-                    "t": [o.id],
-                }
-            )
-        if o.name in STATE_WORDS and unique_in_room:
-            q = (
-                f"Is the door of the {o.room} {STATE_WORDS[o.name]}?"
-                if o.name == "door"
-                else f"Is {_the(o.name)} in the {o.room} {STATE_WORDS[o.name]}?"
-            )
-            c["state"].append({"q": q, "a": o.state, "t": [o.id]})
-        if by_name[o.name] == 1 and o.name != "door":
-            c["location"].append(
-                {"q": f"Where is {_the(o.name)}?", "a": f"It is {where}.", "t": [o.id]}
-            )
-            if o.name in KNOWLEDGE:
-                c["knowledge"].append(
-                    {
-                        "q": KNOWLEDGE[o.name],
-                        "a": f"{_the(o.name).capitalize()} {where}.",
-                        "t": [o.id],
-                    }
-                )
-        if o.supported_by is not None and by_room[(o.room, o.supported_by_name)] == 1:
-            c["object"].append(
-                {
-                    "q": f"What is on the {o.supported_by_name} in the {o.room}?",
-                    "a": f"A {_disp(o.name)}.",
-                    "t": [o.id],
-                }
-            )
-        if unique_in_room and o.name != "door":
-            c["existence"].append(
-                {"q": f"Is there a {_disp(o.name)} in the {o.room}?", "a": "Yes.", "t": [o.id]}
-            )
-    for r in apt.rooms:
-        if not r.accessible:
-            continue
-        present = {o.name for o in apt.objects if o.room == r.name}
-        for name in sorted({o.name for o in apt.objects} - present - {"door", "painting"}):
-            anchors = [
-                o.id
-                for o in apt.objects
-                if o.room == r.name and o.name != "door" and o.supported_by is None
-            ]
-            if anchors:
-                c["existence"].append(
-                    {"q": f"Is there a {_disp(name)} in the {r.name}?", "a": "No.", "t": anchors}
-                )
-        counts = Counter(o.name for o in apt.objects if o.room == r.name)
-        for name, n in counts.items():
-            if n >= 2:
-                ids = [o.id for o in apt.objects if o.room == r.name and o.name == name]
-                c["counting"].append(
-                    {"q": f"How many {name}s are there in the {r.name}?", "a": str(n), "t": ids}
-                )
-    return c
-
-
-def write_express_demo(
-    out_dir: Path, seed: int = 0, n_scenes: int = 2, questions_per_scene: int = 6
-) -> Path:
-    """Write ``<out_dir>/express-bench.json`` (EXPRESS-Bench schema) and the scene meshes under
-    ``<out_dir>/scenes/val/00800-DemoApt0/DemoApt0.glb`` (HM3D convention, see
-    :mod:`eqa_runner.demo.mesh_files`; + ``.scene.json``)."""
-    out_dir = Path(out_dir)
-    records: list[dict[str, Any]] = []
-    for k in range(n_scenes):
-        apt = generate_apartment(seed * 7919 + k)
-        name, dirname = f"DemoApt{k}", f"{800 + k:05d}-DemoApt{k}"
-        glb, _ = apt.write(out_dir / "scenes" / "val" / dirname, name)
-        sim = MeshSimulator(cell_size=0.05)  # plan on the written file, as runs will
-        sim.load_scene(SceneSpec(f"hm3d/val/{dirname}", glb))
-        rng = np.random.default_rng([seed, k, 17])
-        cands = _express_candidates(apt)
-        types = [t for t in EXPRESS_TYPES if cands[t]]
-        types = [types[i] for i in rng.permutation(len(types))]
-        made, used, rounds = 0, set(), 0
-        while made < questions_per_scene and types and rounds < 10 * questions_per_scene:
-            qtype = types[rounds % len(types)]
-            rounds += 1
-            pool = [c for c in cands[qtype] if c["q"] not in used]
-            if not pool:
-                continue
-            cand = pool[int(rng.integers(len(pool)))]
-            used.add(cand["q"])
-            view = _viewpoint(sim, apt, cand["t"], rng)
-            if view is None:
-                continue
-            goal, goal_rot = view
-            start = _start_pose(sim, apt, goal, apt.objects[cand["t"][0]].room, rng)
-            if start is None:
-                continue
-            sp, goal = np.round(start[0], 4), np.round(goal, 4)
-            dist = sim.geodesic_distance(sp, goal)
-            yaw0 = float(rng.uniform(-math.pi, math.pi))
-            idx = len(records)
-            records.append(
-                {
-                    "episode_id": str(idx),
-                    "trajectory_id": f"{dirname}-{made:02d}",
-                    "scene_id": f"hm3d/val/{dirname}",
-                    "episode_path": f"episode/{idx:04d}-{dirname}",
-                    "type": qtype,
-                    "question": cand["q"],
-                    "answer": cand["a"],
-                    "start_position": sp.tolist(),
-                    "start_rotation": np.round(geo.yaw_to_quat(yaw0), 6).tolist(),
-                    "goal_position": goal.tolist(),
-                    "goal_rotation": np.round(goal_rot, 6).tolist(),
-                    "geodesic_distance": round(float(dist), 4),
-                    "step_length": 0.25,
-                    "actions": [],
-                }
-            )
-            made += 1
-        sim.close()
-    path = out_dir / EXPRESS_FILE
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(records, indent=1))
-    return path
-
-
-# ----------------------------------------------------------------------------- OpenEQA
-
-
 def _walkthrough(sim: MeshSimulator, apt: Apartment, rng) -> list[tuple[np.ndarray, float]]:
     """Poses (position, yaw): a look-around in every accessible room, joined by paths."""
     order = [r for r in apt.rooms if r.accessible]
@@ -339,138 +174,10 @@ def _walkthrough(sim: MeshSimulator, apt: Apartment, rng) -> list[tuple[np.ndarr
     return poses
 
 
-def _openeqa_questions(apt: Apartment, visible: set[int], rng) -> list[dict[str, Any]]:
-    objs = [o for o in apt.objects if o.id in visible]
-    by_room = Counter((o.room, o.name) for o in apt.objects)
-    by_name = Counter(o.name for o in apt.objects)
-    col_room = Counter((o.room, o.color) for o in apt.objects)
-    c: dict[str, list[dict[str, Any]]] = {k: [] for k in OPENEQA_CATEGORIES}
-    for o in objs:
-        uroom = by_room[(o.room, o.name)] == 1
-        if col_room[(o.room, o.color)] == 1 and o.name not in ("door", "painting", "lamp", "tv"):
-            c["object recognition"].append(
-                {
-                    "question": f"What is the {o.color} object in the {o.room}?",
-                    "answer": f"a {_disp(o.name)}",
-                }
-            )
-        if by_name[o.name] == 1 and o.name != "door":
-            c["object localization"].append(
-                {
-                    "question": f"Where is {_the(o.name)}?",
-                    "answer": f"in the {o.room}",
-                    "extra_answers": [f"the {o.room}", o.room],
-                }
-            )
-        if o.name in COLOR_ITEMS and uroom:
-            c["attribute recognition"].append(
-                {
-                    "question": f"What color is the {_disp(o.name)} in the {o.room}?",
-                    "answer": o.color,
-                }
-            )
-        if o.supported_by is not None and by_name[o.name] == 1:
-            c["spatial understanding"].append(
-                {
-                    "question": f"What is {_the(o.name)} standing on?",
-                    "answer": f"the {o.supported_by_name}",
-                }
-            )
-        if o.name in STATE_WORDS and uroom:
-            q = (
-                f"Is the door of the {o.room} {STATE_WORDS[o.name]}?"
-                if o.name == "door"
-                else f"Is {_the(o.name)} in the {o.room} {STATE_WORDS[o.name]}?"
-            )
-            item: dict[str, Any] = {"question": q, "answer": o.state}
-            if o.state in ("on", "open"):
-                item["extra_answers"] = [f"it is {o.state}"]
-            c["object state recognition"].append(item)
-        if o.name in FUNCTION and by_name[o.name] == 1:
-            q, a = FUNCTION[o.name]
-            c["functional reasoning"].append({"question": q, "answer": f"{a} in the {o.room}"})
-        if o.name in LEGGED and uroom:
-            c["world knowledge"].append(
-                {
-                    "question": f"How many legs does the {o.name} in the {o.room} have?",
-                    "answer": "4",
-                    "extra_answers": ["four"],
-                }
-            )
-    out = []
-    for cat in OPENEQA_CATEGORIES:
-        if c[cat]:
-            item = dict(c[cat][int(rng.integers(len(c[cat])))])
-            item["category"] = cat
-            out.append(item)
-    return out
-
-
 def _write_png(path: Path, arr: np.ndarray) -> None:
     from PIL import Image
 
     Image.fromarray(arr).save(path, compress_level=1)
-
-
-def write_openeqa_demo(
-    out_dir: Path,
-    seed: int = 0,
-    n_episodes: int = 3,
-    questions: int = 21,
-    width: int = 640,
-    height: int = 360,
-    max_frames: int = 36,
-) -> Path:
-    """Write ``<out_dir>/open-eqa-v0.json`` and rendered walkthrough frames under
-    ``<out_dir>/episodes/hm3d-v0/<NNN>-hm3d-DemoAptK/`` (``00000-rgb.png``, ``00000-depth.png``
-    uint16 mm, ``00000.txt`` 4x4 camera-to-world in the habitat frame, OpenGL camera)."""
-    out_dir = Path(out_dir)
-    sensor = SensorSpec(width=width, height=height, hfov_deg=90.0, sensor_height_m=1.5)
-    k_mat = geo.intrinsics_from_hfov(sensor.hfov_deg, width, height)
-    per_episode = max(1, math.ceil(questions / max(n_episodes, 1)))
-    records: list[dict[str, Any]] = []
-    for k in range(n_episodes):
-        apt = generate_apartment(seed * 7919 + 100 + k)
-        history = f"hm3d-v0/{k:03d}-hm3d-DemoApt{k}"
-        ep_dir = out_dir / "episodes" / history
-        ep_dir.mkdir(parents=True, exist_ok=True)
-        apt.write(ep_dir, f"DemoApt{k}")
-        sim = _scene_sim(apt, sensor)
-        rng = np.random.default_rng([seed, k, 23])
-        poses = _walkthrough(sim, apt, rng)
-        if len(poses) > max_frames:
-            keep = np.round(np.linspace(0, len(poses) - 1, max_frames)).astype(int)
-            poses = [poses[i] for i in keep]
-        pix: Counter[int] = Counter()
-        intr4 = np.eye(4)
-        intr4[:3, :3] = k_mat
-        np.savetxt(ep_dir / "intrinsic_color.txt", intr4, fmt="%.6f")
-        np.savetxt(ep_dir / "intrinsic_depth.txt", intr4, fmt="%.6f")
-        for i, (p, yaw) in enumerate(poses):
-            sim.set_agent_pose(p, geo.yaw_to_quat(yaw))
-            obs = sim.observe()
-            _write_png(ep_dir / f"{i:05d}-rgb.png", obs.rgb)
-            depth_mm = np.clip(np.round(obs.depth * 1000.0), 0, 65535).astype(np.uint16)
-            _write_png(ep_dir / f"{i:05d}-depth.png", depth_mm)
-            np.savetxt(ep_dir / f"{i:05d}.txt", obs.cam_to_world, fmt="%.6f")
-            pix.update(_visible_ids(sim, apt, obs))
-        visible = {oid for oid, n in pix.items() if n >= 0.004 * width * height}
-        qs = _openeqa_questions(apt, visible, rng)[:per_episode]
-        for j, q in enumerate(qs):
-            rec = {
-                "question_id": f"demo-{k:03d}-{j:02d}",
-                "question": q["question"],
-                "answer": q["answer"],
-                "category": q["category"],
-                "episode_history": history,
-            }
-            if q.get("extra_answers"):
-                rec["extra_answers"] = q["extra_answers"]
-            records.append(rec)
-        sim.close()
-    path = out_dir / OPENEQA_FILE
-    path.write_text(json.dumps(records[:questions] if questions else records, indent=1))
-    return path
 
 
 def _visible_ids(sim: MeshSimulator, apt: Apartment, obs) -> Counter[int]:

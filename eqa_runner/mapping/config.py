@@ -1,6 +1,6 @@
 """Typed schema of the frontier planner (``policy.proposer.planner`` of ``policy=fbe``).
 
-Defaults are the upstream values (EXPRESS-Bench ``fine_eqa.yaml`` ``planner:`` block, identical
+Defaults are the upstream values (upstream ``fine_eqa.yaml`` ``planner:`` block, identical
 in explore-eqa ``cfg/vlm_exp.yaml``) unless noted "ours".
 """
 

@@ -1,4 +1,4 @@
-"""Frontier-based exploration planner (the TSDF planner of explore-eqa / EXPRESS-Bench).
+"""Frontier-based exploration planner (the TSDF planner of explore-eqa and its successors).
 
 Algorithm per :meth:`FrontierPlanner.next_pose` (re-implemented from the upstream
 ``TSDFPlanner.get_island_around_pts`` / ``find_next_pose`` with the semantic terms off):

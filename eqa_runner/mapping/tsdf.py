@@ -1,6 +1,6 @@
 """Dense TSDF + explored-volume fusion restricted to the camera frustum.
 
-Semantics follow the TSDF planner of explore-eqa / EXPRESS-Bench (written anew here):
+Semantics follow the TSDF planner of explore-eqa and its successors (written anew here):
 
 * the grid covers the scene bounds in the "normal" frame (z up); a voxel's sample point is
   ``origin + index * voxel_size`` (the upstream convention, not the voxel centre);

@@ -5,8 +5,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, ClassVar
 
+from eqa_runner import capabilities as cap
 from eqa_runner.llm import RequestEstimate
 from eqa_runner.policies.context import EpisodeContext, RunResources
 from eqa_runner.types import Episode, Prediction
@@ -21,6 +22,9 @@ class Policy(ABC):
     """
 
     name: str = "policy"
+    # what it needs of the task, and what it adds to a record (judges may read it)
+    needs: ClassVar[frozenset[str]] = frozenset({cap.QUESTION})
+    provides: ClassVar[frozenset[str]] = frozenset()
     needs_sim: bool = False  # true: the run builds ``cfg.sim`` and passes it in ``open``
 
     def open(self, resources: RunResources) -> None:

@@ -29,25 +29,6 @@ class PolicyConfig:
 
 
 @dataclass
-class BlindPolicyConfig(PolicyConfig):
-    """``policy=blind``: an LLM answers from the question alone."""
-
-    name: str = "blind"
-
-
-@dataclass
-class FramesPolicyConfig(PolicyConfig):
-    """``policy=single|multiframe``: K frames of the episode shown to a VLM."""
-
-    name: str = "multiframe"
-    num_frames: int = bounded(50, ge=1)
-    # linspace: round(linspace(0, n-1, K)) | stride | first_last_middle | middle
-    strategy: str = one_of("linspace", STRATEGIES)
-    image_size: int | None = bounded(512, gt=0)  # longer side in pixels; null = as stored
-    image_format: str = one_of("png", IMAGE_FORMATS)  # png (paper) | jpeg
-
-
-@dataclass
 class ProposerConfig:
     """A waypoint proposer factory (``_partial_``: one proposer per episode)."""
 
@@ -79,7 +60,7 @@ class FrontierProposerConfig(ProposerConfig):
 
 @dataclass
 class ExplorePolicyConfig(PolicyConfig):
-    """``policy=re|fbe``: the EXPRESS exploration loop with a pluggable waypoint proposer."""
+    """``policy=re|fbe``: the exploration loop with a pluggable waypoint proposer."""
 
     proposer: Any = MISSING
     stop_model: str | None = None  # model of the stop check; null = the policy's (llm.model)
@@ -133,8 +114,8 @@ class GuidedPolicyConfig(ExplorePolicyConfig):
     stop_rule: str = one_of("confidence", STOP_RULES)
     stop_threshold: float = bounded(0.5, ge=0, le=1)  # P(Yes) at which the confidence stops
     # ask the task protocol's per-step question every step (its verdict is used by the
-    # protocol / either rules; HM-EQA records its per-step answer there). false: skip it under
-    # stop_rule=confidence (one call less per step on EXPRESS / A-EQA)
+    # protocol / either rules; a protocol may record its per-step answer there). false: skip it
+    # under stop_rule=confidence (one call less per step with a yes/no stop check)
     protocol_check: bool = True
 
 
@@ -190,59 +171,7 @@ class ProtocolConfig:
     _target_: str = MISSING
 
 
-@dataclass
-class ExpressProtocolConfig(ProtocolConfig):
-    """``protocol=express``: stop check each step, answer from the decision frame or blind."""
-
-    _target_: str = "eqa_runner.policies.protocol.ExpressProtocol"
-
-
-# --- HM-EQA (eqa_runner/policies/hmeqa.py) ---
-HMEQA_ANSWER_RULES = ("weighted", "max")
-
-
-@dataclass
-class HMEQAProtocolConfig(ProtocolConfig):
-    """``protocol=hmeqa``: per step an answer distribution and a confidence (P(Yes)); the final
-    answer by upstream's ``weighted`` or ``max`` rule (docs/hmeqa.md)."""
-
-    _target_: str = "eqa_runner.policies.hmeqa.HMEQAProtocol"
-    # max: the answer at the most confident step | weighted: argmax_k max_t r_t * p_t[k]
-    answer_rule: str = one_of("max", HMEQA_ANSWER_RULES)
-    # null: run the whole budget (upstream); a number: stop at the first step with P(Yes) >= it
-    stop_confidence: float | None = bounded(None, ge=0, le=1)
-    # alternatives per token asked for (logprobs path); null: never ask (parse path only)
-    top_logprobs: int | None = bounded(20, ge=1, le=20)
-
-
-# --- A-EQA (eqa_runner/policies/aeqa.py) ---------------------------------------------------
-AEQA_MEMORY_STRATEGIES = ("last", *STRATEGIES)  # last K frames, or K spread as the frames policy
-
-
-@dataclass
-class AEQAProtocolConfig(ProtocolConfig):
-    """``protocol=aeqa``: a fixed budget, a stop check each step, a free-form answer from K
-    frames of a frame memory (see docs/aeqa.md)."""
-
-    _target_: str = "eqa_runner.policies.aeqa.AEQAProtocol"
-    num_steps: int = bounded(50, ge=1)  # exploration steps (3D-Mem's A-EQA config: 50)
-    stop_check: bool = True  # false: explore the whole budget, then answer
-    memory_frames: int = bounded(8, ge=1)  # K frames shown to the answer VLM
-    # linspace: K spread over the exploration (first and last included) | last: the K latest
-    memory_strategy: str = one_of("linspace", AEQA_MEMORY_STRATEGIES)
-    image_size: int | None = bounded(360, gt=0)  # longer side of the frames sent (3D-Mem: 360)
-    image_format: str = one_of("png", IMAGE_FORMATS)
-
-
-PROTOCOL_SCHEMAS = {
-    "base_express_protocol": ExpressProtocolConfig,
-    "base_hmeqa_protocol": HMEQAProtocolConfig,
-    "base_aeqa_protocol": AEQAProtocolConfig,
-}
-
-SCHEMAS = {
-    "base_blind": BlindPolicyConfig,
-    "base_frames": FramesPolicyConfig,
+SCHEMAS: dict[str, type] = {
     "base_re": REPolicyConfig,
     "base_fbe": FBEPolicyConfig,
     "base_vlm_explore": VLMExplorePolicyConfig,

@@ -26,7 +26,7 @@ class Exploration:
     episode: Episode
     proposer: WaypointProposer
     stop_llm: LLMClient
-    goal: np.ndarray | None  # EXPRESS's goal position (d_T); None for tasks without one
+    goal: np.ndarray | None  # the task's goal position (d_T); None for tasks without one
     state: AgentState  # the agent now (after the last hop)
     area: float = 0.0  # x-z area of the scene's navmesh bounds
     budget: int = 0
@@ -62,7 +62,7 @@ class Exploration:
             },
             "params": answer.params,
         }
-        if self.goal is not None:  # EXPRESS: the reference length and the final goal distance
+        if self.goal is not None:  # the reference length and the final goal distance
             trace["gt_geodesic"] = float(self.episode.meta["geodesic_distance"])
             trace["d_t"] = float(self.d_t)
             trace["d_t_valid"] = bool(math.isfinite(self.d_t))
@@ -76,7 +76,7 @@ class Exploration:
 class AnswerStep:
     """What the answer step produced from an :class:`Exploration`."""
 
-    answer: str | None  # None: no parsable answer (HM-EQA), counted, never scored as a choice
+    answer: str | None  # None: no parsable answer (multiple choice), counted, never scored
     prompt: str  # name of the prompt file used (recorded as ``answer_prompt``)
     params: dict[str, Any]  # sampling parameters actually sent
     images_for_judge: list[bytes] = field(default_factory=list)

@@ -1,6 +1,6 @@
-"""EXPRESS exploration agents: one exploration loop, pluggable waypoint proposers, an answer step.
+"""Exploration agents: one exploration loop, pluggable waypoint proposers, an answer step.
 
-One step (as the upstream EXPRESS-Bench ``main.py``): place the agent → observe → unless the
+One step (as upstream's ``main.py``): place the agent → observe → unless the
 frame is mostly black, update the proposer's map and ask the stop check "does this view suffice
 to answer?" (a reply starting with "yes" stops) → otherwise the proposer gives the next pose
 ``{position_normal: (x, y), angle}``, which is lifted to the start floor, navmesh-snapped (NaN →
@@ -17,9 +17,9 @@ frame; an exhausted budget answers blind (the "random answer" prompt).
   an :class:`AnswerStep` (the answer text, prompt used, parameters sent, judge images).
 
 What differs between exploration tasks is the task's :class:`ExploreProtocol`
-(:mod:`eqa_runner.policies.protocol`): the step budget, the question asked at every step (the
-EXPRESS stop check), a hook for every frame (a frame memory) and the answer step. The task's
-config picks it (``protocol: express | aeqa | hmeqa``) and the policy receives it as
+(:mod:`eqa_runner.policies.protocol`): the step budget, the question asked at every step (a
+stop check), a hook for every frame (a frame memory) and the answer step. The task's
+config picks it (``protocol: <name>``, conf/protocol/) and the policy receives it as
 ``policy.protocol: ${protocol}``; so ``policy=fbe`` runs on every exploration task.
 
 The proposer API lives in :mod:`eqa_runner.policies.proposer`, the shared simulator (one thread,
@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from eqa_runner import capabilities as cap
 from eqa_runner.errors import ConfigError
 from eqa_runner.images import encode_png
 from eqa_runner.llm import LLMClient, RequestEstimate
@@ -59,7 +60,7 @@ from eqa_runner.policies.proposer import (
     Waypoint,
     WaypointProposer,
 )
-from eqa_runner.policies.protocol import ExploreProtocol, ExpressProtocol
+from eqa_runner.policies.protocol import ExploreProtocol
 from eqa_runner.policies.sim_session import (
     SimSession,
     goal_distance,
@@ -84,7 +85,6 @@ __all__ = [  # the proposer API and the session are re-exported for existing imp
 ]
 
 log = logging.getLogger(__name__)
-EXPRESS = ExpressProtocol()  # the default protocol when a policy is built in code
 
 
 class ExplorePolicy(Policy):
@@ -92,6 +92,8 @@ class ExplorePolicy(Policy):
     :class:`ExploreProtocol`."""
 
     needs_sim = True
+    needs = frozenset({cap.QUESTION, cap.SIMULATOR, cap.PROTOCOL})
+    provides = frozenset({cap.TRAJECTORY, cap.FINAL_FRAME})
 
     def __init__(
         self,
@@ -106,12 +108,12 @@ class ExplorePolicy(Policy):
         unreachable_hop: str = ExplorePolicyConfig.unreachable_hop,
         estimate_steps: int = ExplorePolicyConfig.estimate_steps,
         image_size: tuple[int, int] = (SimConfig.width, SimConfig.height),
-        protocol: ExploreProtocol | None = EXPRESS,  # null from a config: a task without one
+        protocol: ExploreProtocol | None = None,  # the task's (null: a task without one)
     ) -> None:
         if not isinstance(protocol, ExploreProtocol):
             raise ConfigError(
                 f"policy={name} explores under its task's protocol, and this task has none "
-                f"(got {type(protocol).__name__}); exploration tasks: express, aeqa, hmeqa."
+                f"(got {type(protocol).__name__}); pick a task that provides one."
             )
         if stop_match not in STOP_MATCHES:
             raise ValueError(f"policy.stop_match={stop_match!r}: expected prefix or contains")
@@ -161,7 +163,7 @@ class ExplorePolicy(Policy):
             session.close()
 
     def budget(self, scene_area: float) -> int:
-        """The task's step budget for a scene of ``scene_area`` m² (EXPRESS: sqrt(area) * 3)."""
+        """The task's step budget for a scene of ``scene_area`` m² (e.g. sqrt(area) * 3)."""
         return self.protocol.budget(self, scene_area)
 
     def stop_client(self, ctx: EpisodeContext) -> LLMClient:
@@ -349,7 +351,7 @@ OFF_FLOOR_M = 0.5  # a start or goal farther than this from the navigable floor 
 
 
 class OffFloorError(ValueError):
-    """An EXPRESS start or goal that is not on the navigable floor (nothing could be explored)."""
+    """A start or goal pose that is not on the navigable floor (nothing could be explored)."""
 
 
 def floor_distance(sim: Any, point: np.ndarray) -> tuple[float, bool]:
@@ -367,7 +369,7 @@ def check_on_floor(sim: Any, start: np.ndarray, goal: np.ndarray | None) -> None
     """Raise :class:`OffFloorError` naming the distance when the start or goal is off the floor
     (else an "ok" episode would explore nothing and earn full path-efficiency credit)."""
     for what, p in (("start_position", start), ("goal_position", goal)):
-        if p is None:  # tasks without a goal (A-EQA, HM-EQA)
+        if p is None:  # tasks without a goal pose
             continue
         d, exact = floor_distance(sim, p)
         if d > OFF_FLOOR_M or not exact:

@@ -8,7 +8,7 @@ answer step :meth:`FrameMemory.select` picks K of them:
 * ``last`` — the K most recent frames (the decision frame is the last of them);
 * ``linspace`` / ``stride`` / ``first_last_middle`` / ``middle`` — K frames spread over the whole
   exploration, by the same index rule the multi-frame policy applies to a recorded episode
-  (:func:`eqa_runner.policies.frames.select_indices`; ``linspace`` keeps the first and the last).
+  (:func:`select_indices`; ``linspace`` keeps the first and the last).
 
 With ``last`` only the K most recent frames are kept in memory; the other rules keep them all.
 """
@@ -21,9 +21,34 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from eqa_runner.images import encode_frame, mime_of, resized_size
-from eqa_runner.policies.frames import select_indices
+from eqa_runner.policies.config import STRATEGIES
 
 MEMORY_STRATEGIES = ("last", "linspace", "stride", "first_last_middle", "middle")
+
+
+def select_indices(n: int, k: int, strategy: str) -> list[int]:
+    """Indices of the frames to show, sorted and unique (at most ``n``)."""
+    if n <= 0:
+        return []
+    k = max(1, min(k, n))
+    if strategy == "middle":
+        idx = [n // 2] if k == 1 else np.round(np.linspace(0, n - 1, k)).astype(int).tolist()
+    elif strategy == "linspace":
+        idx = np.round(np.linspace(0, n - 1, k)).astype(int).tolist()
+    elif strategy == "stride":
+        step = max(1, n // k)
+        idx = list(range(0, n, step))[:k]
+    elif strategy == "first_last_middle":
+        anchors = {1: [n // 2], 2: [0, n - 1]}.get(k, [0, n // 2, n - 1])
+        chosen = set(anchors)
+        while len(chosen) < k:  # k <= n, so a gap of >= 2 exists until k frames are chosen
+            pts = sorted(chosen)
+            _, a, b = max((b - a, a, b) for a, b in zip(pts, pts[1:], strict=False))
+            chosen.add((a + b) // 2)  # fill the widest gap: extra frames spread evenly
+        idx = sorted(chosen)
+    else:
+        raise ValueError(f"policy.strategy={strategy!r}: expected one of {', '.join(STRATEGIES)}")
+    return sorted(set(int(i) for i in idx))
 
 
 @dataclass

@@ -45,7 +45,7 @@ def bounds_normal(sim: Simulator) -> np.ndarray:
 
 
 class FrontierProposer(WaypointProposer):
-    """Frontier-based exploration (explore-eqa / EXPRESS-Bench TSDF planner, semantics off)."""
+    """Frontier-based exploration (the upstream TSDF frontier planner, semantics off)."""
 
     name = "fbe"
     needs_sim = True  # the look-around renders extra views in ``propose``

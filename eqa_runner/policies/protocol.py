@@ -1,33 +1,27 @@
 """A task's rules for the exploration loop: the step budget, the question asked at every step,
 and the answer step.
 
-Every exploration task (EXPRESS-Bench, A-EQA, HM-EQA) runs the same loop
-(:class:`~eqa_runner.policies.explore.ExplorePolicy` with any waypoint proposer: ``re``,
-``fbe`` …); what differs between them is an :class:`ExploreProtocol`, chosen by the task's
-config (``defaults: - /protocol@_global_.protocol: express`` in ``conf/task/express.yaml``) and
-handed to the policy through ``policy.protocol: ${protocol}``.
-
-:class:`ExpressProtocol` is EXPRESS-Bench's: budget ``int(sqrt(scene area) * step_ratio)``, a stop
-check each step ("does this view suffice to answer?"), then an answer from the decision frame
-after an early stop, or a blind answer when the budget ran out.
+Every exploration task runs the same loop (:class:`~eqa_runner.policies.explore.ExplorePolicy`
+with any waypoint proposer: ``re``, ``fbe`` …); what differs between them is an
+:class:`ExploreProtocol`, chosen by the task's config (``defaults: -
+/protocol@_global_.protocol: <name>`` in ``conf/task/<name>.yaml``) and handed to the policy
+through ``policy.protocol: ${protocol}``. Each benchmark's protocol is in its package
+(``eqa_runner/benchmarks/<name>/protocol.py``).
 """
 
 from __future__ import annotations
 
 import math
-import time
 from pathlib import Path
 from typing import Any, Protocol
 
-from eqa_runner.llm import OFFLINE_TAG, ImagePart, Message, RequestEstimate, system, user
+from eqa_runner.llm import RequestEstimate
 from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.policies.exploration import AnswerStep, Exploration
-from eqa_runner.prompts import express_prompt
 from eqa_runner.records import artifact_name
 from eqa_runner.sim.base import Observation
 from eqa_runner.types import Episode
 
-STOP_PROMPT, ANSWER_PROMPT, BLIND_PROMPT = "explore", "answer", "random_answer"
 JUDGE_IMAGES_DIR = "judge_images"
 OFFLINE_STOP_AFTER = 2  # offline stand-in: "no" for steps 0 and 1, then "yes"
 
@@ -42,7 +36,7 @@ class ExplorePolicy(Protocol):
 
 
 class ExploreProtocol:
-    """The base rules: the EXPRESS budget rule and no per-step question. Subclasses implement
+    """The base rules: a budget from the scene area and no per-step question. Subclasses implement
     :meth:`answer` and usually :meth:`check_step`."""
 
     name: str = "protocol"
@@ -79,16 +73,6 @@ class ExploreProtocol:
         return {}
 
 
-def express_messages(
-    name: str, prompts_dir: str | None, text: str, *images: ImagePart
-) -> list[Message]:
-    """An EXPRESS prompt file's system part and its user part followed by ``text``."""
-    sys_text, user_text, _ = express_prompt(name, prompts_dir)
-    out = [system(sys_text)] if sys_text else []
-    out.append(user(f"{user_text}\n\n{text}", *images))
-    return out
-
-
 def is_yes(reply: str, mode: str) -> bool:
     """The stop check's verdict: the reply starts with "yes" (``prefix``) or contains it."""
     text = reply.strip().lower()
@@ -105,67 +89,3 @@ def save_judge_image(ctx: EpisodeContext, episode: Episode, png: bytes) -> list[
     (ctx.run_dir / rel).parent.mkdir(parents=True, exist_ok=True)
     (ctx.run_dir / rel).write_bytes(png)
     return [rel.as_posix()]
-
-
-class ExpressProtocol(ExploreProtocol):
-    """EXPRESS-Bench: stop check each step; answer from the decision frame or blind."""
-
-    name = "express"
-
-    def stop_messages(self, ep: Episode, prompts_dir: str | None, *img: ImagePart) -> list[Message]:
-        return express_messages(STOP_PROMPT, prompts_dir, f"QUESTION: {ep.question}", *img)
-
-    def answer_messages(
-        self, ep: Episode, prompts_dir: str | None, *img: ImagePart
-    ) -> list[Message]:
-        name = ANSWER_PROMPT if img else BLIND_PROMPT
-        return express_messages(name, prompts_dir, f"Q: {ep.question}\nA:", *img)
-
-    async def check_step(
-        self, policy: ExplorePolicy, x: Exploration, rec: dict[str, Any], ctx: EpisodeContext
-    ) -> bool:
-        """Ask the stop model whether the current view suffices to answer."""
-        t1 = time.perf_counter()
-        word = "yes" if rec["step"] >= OFFLINE_STOP_AFTER else "no"
-        c = await x.stop_llm.acomplete(
-            self.stop_messages(x.episode, ctx.prompts_dir, ImagePart(x.last_frame)),
-            offline_reply=f"{word} {OFFLINE_TAG}",
-        )
-        rec["stop_reply"] = c.text
-        rec["t_stop_s"] = round(time.perf_counter() - t1, 4)
-        return is_yes(c.text, policy.stop_match)
-
-    async def answer(
-        self, policy: ExplorePolicy, episode: Episode, ctx: EpisodeContext, x: Exploration
-    ) -> AnswerStep:
-        """From the decision frame after an early stop, blind after an exhausted budget; the
-        judge sees the last frame (saved under ``judge_images/``)."""
-        t1 = time.perf_counter()
-        images = (ImagePart(x.last_frame),) if x.stopped else ()
-        c = await ctx.llm.acomplete(
-            self.answer_messages(episode, ctx.prompts_dir, *images),
-            offline_reply=f"{OFFLINE_TAG} answer",
-        )
-        return AnswerStep(
-            answer=c.text.replace("A:", "").strip(),
-            prompt=ANSWER_PROMPT if x.stopped else BLIND_PROMPT,
-            params=c.params,
-            images_for_judge=[x.last_frame],
-            judge_images=save_judge_image(ctx, episode, x.last_frame),
-            seconds=time.perf_counter() - t1,
-        )
-
-    def estimate_requests(
-        self, policy: ExplorePolicy, episode: Episode, prompts_dir: str | None, steps: int
-    ) -> list[RequestEstimate]:
-        size = [policy.image_size]
-        stop = RequestEstimate("policy", self.stop_messages(episode, prompts_dir), size)
-        text = f"Q: {episode.question}\nA:"
-        answer = RequestEstimate("policy", express_messages(ANSWER_PROMPT, prompts_dir, text), size)
-        return [stop] * steps + [answer]
-
-    def prompts(self, prompts_dir: str | None) -> dict[str, dict[str, object]]:
-        return {
-            n: express_prompt(n, prompts_dir)[2].record()
-            for n in (STOP_PROMPT, ANSWER_PROMPT, BLIND_PROMPT)
-        }

@@ -6,8 +6,9 @@ Each step of the exploration loop (``policies/explore.py``), on a non-black fram
 2. :meth:`VLMExploreProposer.assess` asks the **stop confidence** question on the plain frame
    ("are you confident you can answer now?", Yes/No): P(Yes) from the token log-probabilities
    where the model returns them, else 1.0 / 0.0 for a parsed yes / no (None when unparsable);
-3. :class:`GuidedExplorePolicy` decides whether to stop (``policy.stop_rule``: the confidence
-   against ``policy.stop_threshold``, the task protocol's own per-step check, or either);
+3. :class:`~eqa_runner.policies.guided.GuidedExplorePolicy` decides whether to stop
+   (``policy.stop_rule``: the confidence against ``policy.stop_threshold``, the task
+   protocol's own per-step check, or either);
 4. :meth:`VLMExploreProposer.propose_async` marks up to 3 reachable free-floor points 2-10 m away
    in view with letters (the **visual prompt**, saved as ``step_NNN_prompt.png`` with
    ``run.save_artifacts``) and asks two questions at once: which letter to explore (the **local
@@ -27,167 +28,55 @@ reply is in the step's trace entry under ``vlm``; ``stop_confidence`` beside it.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import math
-import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from eqa_runner.errors import ConfigError
-from eqa_runner.images import encode_png
 from eqa_runner.llm import (
     OFFLINE_TAG,
-    Completion,
     ImagePart,
-    LLMClient,
-    Message,
     RequestEstimate,
-    system,
-    user,
 )
-from eqa_runner.llm.choice import choice_from_logprobs, option_letters, parse_choice
+from eqa_runner.llm.choice import option_letters
 from eqa_runner.mapping.config import FrontierPlannerConfig, VisualPromptConfig
 from eqa_runner.mapping.frontier import PromptPoints
 from eqa_runner.policies.config import (
-    STOP_RULES,
-    ExplorePolicyConfig,
-    GuidedPolicyConfig,
     VLMExploreProposerConfig,
 )
 from eqa_runner.policies.context import EpisodeContext
-from eqa_runner.policies.exploration import Exploration
-from eqa_runner.policies.explore import EXPRESS, ExplorePolicy
 from eqa_runner.policies.frontier import FrontierProposer
+from eqa_runner.policies.guided import GuidedExplorePolicy  # re-exported (__all__)
 from eqa_runner.policies.proposer import (
     AgentState,
     DesignedStop,
     GuidedProposer,
     StepView,
     Waypoint,
-    WaypointProposer,
 )
-from eqa_runner.policies.protocol import OFFLINE_STOP_AFTER, ExploreProtocol
-from eqa_runner.prompts import Prompt, load_prompt, split_prompt
+from eqa_runner.policies.protocol import OFFLINE_STOP_AFTER
+from eqa_runner.policies.vlm_questions import (
+    CONFIDENT,
+    DIRECTION,
+    PROMPTS,
+    WORTH,
+    _r,
+    accepts_logprobs,
+    ask,
+    confident_messages,
+    direction_messages,
+    draw_letters,
+    letter_probs,
+    vlm_prompt,
+    worth_messages,
+    yes_probability,
+)
 from eqa_runner.sim import geometry as geo
-from eqa_runner.sim.config import SimConfig
 from eqa_runner.types import Episode
 
-PROMPTS = "vlm"  # eqa_runner/prompts/vlm/
-CONFIDENT, DIRECTION, WORTH = "confident", "direction", "worth"
-CONFIDENT_STOP = "confident"  # the trace's stop_reason when the confidence stopped the episode
 
-
-# ---------------------------------------------------------------------------- model questions
-def vlm_prompt(name: str) -> tuple[str, str, Prompt]:
-    """A shipped ``prompts/vlm/<name>.txt``: (system part, user template, the prompt)."""
-    prompt = load_prompt(PROMPTS, name)
-    sys_text, user_text = split_prompt(prompt.text)
-    return sys_text, user_text, prompt
-
-
-def vlm_messages(name: str, images: Sequence[ImagePart], **fields: Any) -> list[Message]:
-    """The prompt's system part, then its user part (formatted with ``fields``) and images."""
-    sys_text, user_text, _ = vlm_prompt(name)
-    out = [system(sys_text)] if sys_text else []
-    out.append(user(user_text.format(**fields), *images))
-    return out
-
-
-_LOGPROB_SUPPORT: dict[type, bool] = {}
-
-
-def accepts_logprobs(llm: Any) -> bool:
-    """Whether ``llm.acomplete`` takes ``top_logprobs`` (the client returning token
-    log-probabilities as ``Completion.logprobs``)."""
-    cls = type(llm)
-    if cls not in _LOGPROB_SUPPORT:
-        try:
-            params = inspect.signature(llm.acomplete).parameters
-        except (TypeError, ValueError):
-            params = {}  # type: ignore[assignment]
-        _LOGPROB_SUPPORT[cls] = "top_logprobs" in params
-    return _LOGPROB_SUPPORT[cls]
-
-
-async def ask(
-    llm: LLMClient, messages: list[Message], offline_reply: str, top_logprobs: int | None
-) -> Completion:
-    """One question; token log-probabilities asked for where the client can return them."""
-    if top_logprobs and accepts_logprobs(llm):
-        kw: dict[str, Any] = {"top_logprobs": int(top_logprobs)}
-        return await llm.acomplete(messages, offline_reply=offline_reply, **kw)
-    return await llm.acomplete(messages, offline_reply=offline_reply)
-
-
-Positions = Sequence[Sequence[tuple[str, float]]] | None
-
-_YES_NO = re.compile(r"^[\s*_`'\"“‘(\[]*(yes|no)\b", re.I)
-
-
-def _yes_no_token(tok: str) -> str | None:
-    t = tok.strip().strip("*_`'\"()[].,:!").lower()
-    return t if t in ("yes", "no") else None
-
-
-def yes_probability(text: str, positions: Positions) -> tuple[float | None, str]:
-    """P(Yes) of a Yes/No reply and its source: the softmax of the yes and no tokens' log-
-    probabilities at the first position offering either (``logprobs``; a missing one counts as
-    probability 0), else 1.0 / 0.0 for a reply starting with yes / no (``parsed``), else None."""
-    for alts in positions or ():
-        best: dict[str, float] = {}
-        for tok, lp in alts:
-            w = _yes_no_token(tok)
-            if w is not None and math.isfinite(lp) and lp > best.get(w, -math.inf):
-                best[w] = float(lp)
-        if best:
-            top = max(best.values())
-            e = {k: math.exp(v - top) for k, v in best.items()}
-            return e.get("yes", 0.0) / sum(e.values()), "logprobs"
-    m = _YES_NO.match(text or "")
-    if m:
-        return (1.0 if m.group(1).lower() == "yes" else 0.0), "parsed"
-    return None, "unparsable"
-
-
-def letter_probs(text: str, positions: Positions, n: int) -> tuple[list[float] | None, str]:
-    """The distribution over the first ``n`` letters: softmax of their log-probabilities, else
-    one-hot on the parsed letter, else None (unparsable)."""
-    letters = option_letters(n)
-    if positions:
-        c = choice_from_logprobs(positions, n)
-        if c is not None:
-            return [c.probs.get(k, 0.0) for k in letters], "logprobs"
-    letter = parse_choice(text, n_options=n)
-    if letter is None:
-        return None, "unparsable"
-    return [1.0 if k == letter else 0.0 for k in letters], "parsed"
-
-
-def _r(v: float | None, nd: int = 4) -> float | None:
-    return None if v is None else round(float(v), nd)
-
-
-# ---------------------------------------------------------------------------- visual prompt
-def draw_letters(rgb: np.ndarray, pixels: np.ndarray, radius: int) -> bytes:
-    """The frame with a light-grey disc (black outline) and a black letter A, B, ... at each
-    pixel (u, v), as PNG bytes (deterministic: the same frame and points give the same bytes)."""
-    from PIL import Image, ImageDraw, ImageFont
-
-    im = Image.fromarray(np.ascontiguousarray(rgb[..., :3]).astype(np.uint8))
-    draw = ImageDraw.Draw(im)
-    font = ImageFont.load_default(size=max(8, int(radius * 1.5)))
-    px = np.asarray(pixels).reshape(-1, 2)
-    for letter, (u, v) in zip(option_letters(len(px)), px, strict=True):
-        box = (int(u) - radius, int(v) - radius, int(u) + radius, int(v) + radius)
-        draw.ellipse(box, fill=(200, 200, 200), outline=(0, 0, 0), width=3)
-        draw.text((int(u), int(v)), letter, fill=(0, 0, 0), font=font, anchor="mm")
-    return encode_png(np.asarray(im))
-
-
-# ---------------------------------------------------------------------------- the proposer
 class VLMExploreProposer(FrontierProposer, GuidedProposer):
     """The frontier planner with semantic weighting from the VLM's answers (see module doc)."""
 
@@ -367,115 +256,6 @@ class VLMExploreProposer(FrontierProposer, GuidedProposer):
         names += [DIRECTION] if self.use_lsv else []
         names += [WORTH] if self.use_gsv else []
         return {f"{PROMPTS}/{n}": vlm_prompt(n)[2].record() for n in names}
-
-
-def confident_messages(ep: Episode, *img: ImagePart) -> list[Message]:
-    return vlm_messages(CONFIDENT, img, question=ep.question)
-
-
-def direction_messages(ep: Episode, n: int, *img: ImagePart) -> list[Message]:
-    letters = ", ".join(option_letters(n))
-    return vlm_messages(DIRECTION, img, question=ep.question, letters=letters)
-
-
-def worth_messages(ep: Episode, *img: ImagePart) -> list[Message]:
-    return vlm_messages(WORTH, img, question=ep.question)
-
-
-# ---------------------------------------------------------------------------- the policy
-class GuidedExplorePolicy(ExplorePolicy):
-    """The exploration loop with a stop rule that can read a guided proposer's confidence.
-
-    ``stop_rule``: ``protocol`` — the task protocol's per-step check decides (as ``re``/``fbe``);
-    ``confidence`` — stop when the proposer's stop confidence reaches ``stop_threshold``;
-    ``either`` — whichever says stop first. With ``protocol_check`` (default) the protocol's
-    per-step question is asked every step under every rule (HM-EQA records its per-step answer
-    there); ``false`` skips it under ``confidence`` (saves EXPRESS's stop check call per step).
-    """
-
-    def __init__(
-        self,
-        name: str = "vlm_explore",
-        proposer: Callable[[], WaypointProposer] | None = None,
-        stop_rule: str = GuidedPolicyConfig.stop_rule,
-        stop_threshold: float = GuidedPolicyConfig.stop_threshold,
-        protocol_check: bool = GuidedPolicyConfig.protocol_check,
-        stop_model: str | None = ExplorePolicyConfig.stop_model,
-        max_steps: int | None = ExplorePolicyConfig.max_steps,
-        step_ratio: float = ExplorePolicyConfig.step_ratio,
-        black_pixel_ratio: float = ExplorePolicyConfig.black_pixel_ratio,
-        fallback_radius_m: float = ExplorePolicyConfig.fallback_radius_m,
-        stop_match: str = ExplorePolicyConfig.stop_match,
-        unreachable_hop: str = ExplorePolicyConfig.unreachable_hop,
-        estimate_steps: int = ExplorePolicyConfig.estimate_steps,
-        image_size: tuple[int, int] = (SimConfig.width, SimConfig.height),
-        protocol: ExploreProtocol | None = EXPRESS,
-    ) -> None:
-        if stop_rule not in STOP_RULES:
-            raise ConfigError(f"policy.stop_rule={stop_rule!r}: expected one of {STOP_RULES}")
-        super().__init__(
-            name, proposer, stop_model, max_steps, step_ratio, black_pixel_ratio,
-            fallback_radius_m, stop_match, unreachable_hop, estimate_steps, image_size,
-            protocol,
-        )  # fmt: skip
-        self.stop_rule = stop_rule
-        self.stop_threshold = float(stop_threshold)
-        self.protocol_check = bool(protocol_check) or stop_rule == "protocol"
-
-    async def check_step(self, x: Exploration, view: StepView, ctx: EpisodeContext) -> bool:
-        """The stop confidence and the protocol's check (concurrently), combined by the rule."""
-        rec = view.record
-        conf_task = (
-            x.proposer.assess(view, ctx) if isinstance(x.proposer, GuidedProposer) else _none()
-        )
-        proto_task = (
-            self.protocol.check_step(self, x, rec, ctx) if self.protocol_check else _false()
-        )
-        t0 = time.perf_counter()
-        conf, proto = await asyncio.gather(conf_task, proto_task)
-        confident = conf is not None and conf >= self.stop_threshold
-        rec["stop_confidence"] = _r(conf)
-        rec["confident"] = bool(confident)
-        if self.protocol_check:
-            rec["protocol_stop"] = bool(proto)
-        rec["t_check_s"] = round(time.perf_counter() - t0, 4)
-        if self.stop_rule == "protocol":
-            return bool(proto)
-        stop = confident if self.stop_rule == "confidence" else confident or bool(proto)
-        if stop and (self.stop_rule == "confidence" or not proto):
-            x.stop_reason = CONFIDENT_STOP
-        return bool(stop)
-
-    def estimate_requests(
-        self, episode: Episode, task: Any, prompts_dir: str | None
-    ) -> list[RequestEstimate]:
-        """The protocol's requests (its per-step question only when asked) plus the proposer's
-        extra questions, every step of ``max_steps`` (else ``estimate_steps``)."""
-        n = int(self.max_steps) if self.max_steps else self.estimate_steps
-        base = self.protocol.estimate_requests(
-            self, episode, prompts_dir, n if self.protocol_check else 0
-        )
-        proposer = self.proposer_factory()
-        extra: list[RequestEstimate] = []
-        step_requests = getattr(proposer, "step_requests", None)
-        if callable(step_requests):
-            extra = list(step_requests(episode, self.image_size)) * n
-        return extra + base
-
-    def prompts(self, prompts_dir: str | None) -> dict[str, dict[str, object]]:
-        out = dict(self.protocol.prompts(prompts_dir))
-        records = getattr(self.proposer_factory(), "prompt_records", None)
-        if callable(records):
-            out.update(records())
-        return out
-
-
-async def _none() -> None:
-    return None
-
-
-async def _false() -> bool:
-    return False
 
 
 __all__ = [

@@ -41,7 +41,7 @@ from eqa_runner.policies.proposer import (
     StepView,
     Waypoint,
 )
-from eqa_runner.policies.vlm_explore import PROMPTS, ask, vlm_messages, vlm_prompt
+from eqa_runner.policies.vlm_questions import PROMPTS, ask, vlm_messages, vlm_prompt
 from eqa_runner.types import Episode
 
 WAYPOINT = "waypoint"

@@ -1,4 +1,5 @@
-"""Prompt files: the project's own (shipped here) or the benchmark's originals (``prompts.dir``)."""
+"""Prompt files: the project's own (shipped here, or in a benchmark's package) or the benchmark's
+originals (``prompts.dir``)."""
 
 from __future__ import annotations
 
@@ -27,33 +28,41 @@ class Prompt:
         return {"path": str(self.path), "sha256": self.sha256, "benchmark_original": self.original}
 
 
-def load_prompt(benchmark: str, name: str, prompts_dir: str | Path | None = None) -> Prompt:
-    """Load ``<name>.txt`` from ``prompts_dir`` if given (originals), else the shipped copy.
+def load_prompt(shipped: str | Path, name: str, prompts_dir: str | Path | None = None) -> Prompt:
+    """Load ``<name>.txt`` from ``prompts_dir`` if given (originals), else the shipped copy:
+    ``shipped`` is the directory holding it (a benchmark package's ``prompts/``) or the name of
+    a directory here (``vlm``).
 
     Read once per process (prompt files do not change during a run).
     """
-    return _load_prompt(benchmark, name, str(prompts_dir) if prompts_dir else None)
+    return _load_prompt(str(shipped), name, str(prompts_dir) if prompts_dir else None)
+
+
+def shipped_dir(package_file: str) -> Path:
+    """The ``prompts/`` directory beside a module (``shipped_dir(__file__)``)."""
+    return Path(package_file).parent / "prompts"
 
 
 @lru_cache(maxsize=256)
-def _load_prompt(benchmark: str, name: str, prompts_dir: str | None) -> Prompt:
+def _load_prompt(shipped: str, name: str, prompts_dir: str | None) -> Prompt:
+    where = Path(shipped) if Path(shipped).is_absolute() else PACKAGE_DIR / shipped
     if prompts_dir:
         path = Path(prompts_dir) / f"{name}.txt"
         if not path.is_file():
             raise FileNotFoundError(
                 f"prompts.dir={prompts_dir}: no {name}.txt there. Fetch the originals with "
-                f"`python -m eqa_runner.data fetch {benchmark}` or unset prompts.dir."
+                "`python -m eqa_runner.data fetch <benchmark>` or unset prompts.dir."
             )
         original = True
     else:
-        path = PACKAGE_DIR / benchmark / f"{name}.txt"
+        path = where / f"{name}.txt"
         original = False
     text = path.read_text(encoding="utf-8").strip()
     return Prompt(name, text, path, hashlib.sha256(text.encode()).hexdigest(), original)
 
 
 def split_prompt(text: str) -> tuple[str, str]:
-    """(system, user) parts of an EXPRESS prompt file (``[system]:`` / ``[user]:`` sections).
+    """(system, user) parts of a prompt file (``[system]:`` / ``[user]:`` sections).
 
     A file without the section markers is all user text.
     """
@@ -63,10 +72,3 @@ def split_prompt(text: str) -> tuple[str, str]:
         return "", text.strip()
     system = text[s_at + len("[system]:") : u_at] if 0 <= s_at < u_at else ""
     return system.strip(), text[u_at + len("[user]:") :].strip()
-
-
-def express_prompt(name: str, prompts_dir: str | None) -> tuple[str, str, Prompt]:
-    """Load ``<name>.txt`` (shipped, or the original from ``prompts.dir``) split in two parts."""
-    prompt = load_prompt("express", name, prompts_dir)
-    system, user = split_prompt(prompt.text)
-    return system, user, prompt

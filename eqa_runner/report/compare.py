@@ -3,7 +3,7 @@
 The table shows the config keys that differ between runs, each run's headline metrics with
 their intervals and ``Δ`` to the baseline. Each Δ is *paired*: computed on the episodes both
 runs scored (the judge's per-episode values, ``Judge.episode_values``), with a bootstrap
-interval (whole clusters resampled by default: OpenEQA episode histories, scenes elsewhere)
+interval (whole clusters resampled by default: the records' scenes: episode histories or scenes)
 and a two-sided sign-flip p-value (``scoring/stats.paired_difference``). Episodes scored by
 one run only are counted and named in a note and take no part in any Δ. Methods:
 docs/statistics.md.

@@ -102,7 +102,7 @@ def _images(rec: EpisodeRecord, run_dir: Path, ep_dir: Path | None, thumbs: Thum
 
 
 def _exploration(rec: EpisodeRecord) -> str:
-    """EXPRESS episodes: path length vs the reference, final distance to the goal, steps."""
+    """Episodes with a goal: path length vs the reference, final distance to the goal, steps."""
     m, tr = rec["metrics"], rec["trace"]
     path = m.get("path_len", tr.get("path_len"))
     if path is None:
@@ -219,7 +219,7 @@ def render(
             table.insert(0, "run", [r.label for r in runs])
     else:
         table = display_runs(runs_table(runs), metrics)
-    # EXPRESS groups its questions by type (stored in the records' category field)
+    # question types are stored in the records' category field
     group = "question type" if "E_path" in metrics else "category"
     charts = []
     for m in metrics[:1] if len(metrics) < 2 else [m for m in metrics if m != "d_T"][:2]:

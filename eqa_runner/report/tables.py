@@ -110,7 +110,7 @@ def groups(summary: dict[str, Any], by: str) -> dict[str, dict[str, Any]]:
         g = summary.get(k)
         if isinstance(g, dict) and g:
             head = next(iter(summary.get("headline") or {"value": None}))
-            # OpenEQA: {group: {mean, ci95, n}}; EXPRESS: {group: {metric: {mean, ci95, n}}}
+            # one metric: {group: {mean, ci95, n}}; several: {group: {metric: {mean, ci95, n}}}
             return {name: ({head: v} if "mean" in v else v) for name, v in g.items()}
     return {}
 

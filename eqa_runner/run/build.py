@@ -12,6 +12,7 @@ from typing import Any, TypeVar, cast
 
 from omegaconf import DictConfig, OmegaConf
 
+from eqa_runner.capabilities import check_fit
 from eqa_runner.errors import ConfigError
 from eqa_runner.llm import DiskCache, LLMClient
 from eqa_runner.policies.base import Policy
@@ -36,21 +37,34 @@ def build(node: DictConfig, base: type[T], what: str) -> T:
     return obj
 
 
-def check_choices(cfg: DictConfig) -> None:
-    """Fail at start when the policy cannot run the task."""
-    task, policy = cfg.task.get("name"), cfg.policy.get("name")
-    valid = list(cfg.task.get("policies") or [])
-    if valid and policy not in valid:
-        raise ConfigError(
-            f"policy={policy} cannot run task={task}; valid policies for {task}: {', '.join(valid)}"
-        )
-    judge = cfg.judge.get("name")
-    judges = list(cfg.task.get("judges") or [])
-    if judges and judge not in judges:
-        raise ConfigError(
-            f"judge={judge} cannot score task={task} (its metrics are another benchmark's); "
-            f"valid judges for {task}: {', '.join(judges)}"
-        )
+def _declared(node: Any, attrs: tuple[str, ...]) -> tuple[frozenset[str], ...] | None:
+    """The capability attributes of the class a config node's ``_target_`` names (None when
+    the target is not a class, e.g. a factory function: nothing declared, nothing checked)."""
+    from hydra.utils import get_class
+
+    target = node.get("_target_") if node is not None else None
+    if not target:
+        return None
+    try:
+        cls = get_class(str(target))
+    except Exception:  # noqa: BLE001 - not a class: Hydra reports it when building
+        return None
+    return tuple(frozenset(getattr(cls, a)) for a in attrs)
+
+
+def check_capabilities(cfg: DictConfig) -> None:
+    """Fail at start (before the run dir exists) when the task does not provide what the
+    policy needs, or neither provides what the judge reads (:mod:`eqa_runner.capabilities`)."""
+    task = _declared(cfg.get("task"), ("provides",))
+    policy = _declared(cfg.get("policy"), ("needs", "provides"))
+    if task is None or policy is None:
+        return
+    judge = _declared(cfg.get("judge"), ("reads",))
+    check_fit(
+        (str(cfg.task.get("name")), task[0]),
+        (str(cfg.policy.get("name")), policy[0], policy[1]),
+        (str(cfg.judge.get("name")), judge[0]) if judge is not None else None,
+    )
 
 
 _PINNED = re.compile(r"(\d{4}-?\d{2}-?\d{2}|-\d{3}$|@|:\d|-v\d|-\d{4}$)")
@@ -59,7 +73,7 @@ _PINNED = re.compile(r"(\d{4}-?\d{2}-?\d{2}|-\d{3}$|@|:\d|-v\d|-\d{4}$)")
 def check_pinned_judge(cfg: DictConfig) -> None:
     """A judge model from a hosted provider must be a dated snapshot (an alias moves, and the
     scores with it); self-hosted judges (``judge.api_base``), ``offline`` and judges that call
-    no model (``none``: HM-EQA's exact match) are exempt."""
+    no model (``none``: an exact-match judge) are exempt."""
     model = str(cfg.judge.get("model"))
     if (
         model in ("offline", "none")
@@ -77,7 +91,7 @@ def check_pinned_judge(cfg: DictConfig) -> None:
 
 def build_components(cfg: DictConfig) -> Components:
     """The task, the policy and the judge (checked to be able to run together)."""
-    check_choices(cfg)
+    check_capabilities(cfg)
     check_pinned_judge(cfg)
     return Components(
         task=build(cfg.task, Task, "task"),

@@ -15,24 +15,29 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from eqa_runner.errors import UserError
 from eqa_runner.llm.config import LLMConfig
-from eqa_runner.policies.config import PROTOCOL_SCHEMAS
 from eqa_runner.policies.config import SCHEMAS as POLICY_SCHEMAS
+from eqa_runner.registry import benchmarks
 from eqa_runner.run.config import RunConfig
 from eqa_runner.schema import check_config
-from eqa_runner.scoring.config import SCHEMAS as JUDGE_SCHEMAS
 from eqa_runner.sim.config import SCHEMAS as SIM_SCHEMAS
-from eqa_runner.tasks.config import SCHEMAS as TASK_SCHEMAS
 
-# group -> {schema node name -> dataclass}; a YAML option names its node in its defaults list
+# group -> {schema node name -> dataclass}; a YAML option names its node in its defaults list.
+# Each benchmark adds its own (task, protocol, judge …) through the registry: schemas().
 SCHEMAS: dict[str, Mapping[str, type]] = {
     "run": {"schema": RunConfig},
     "llm": {"base_llm": LLMConfig},
-    "task": TASK_SCHEMAS,
     "policy": POLICY_SCHEMAS,
-    "protocol": PROTOCOL_SCHEMAS,
-    "judge": JUDGE_SCHEMAS,
     "sim": SIM_SCHEMAS,
 }
+
+
+def schemas() -> dict[str, dict[str, type]]:
+    """Every group's schema nodes: the shared ones and every benchmark's."""
+    out = {group: dict(nodes) for group, nodes in SCHEMAS.items()}
+    for bench in benchmarks():
+        for group, nodes in bench.schemas.items():
+            out.setdefault(group, {}).update(nodes)
+    return out
 
 
 def slug(text: str, max_len: int = 120) -> str:
@@ -47,9 +52,10 @@ def register_configs() -> None:
     if not OmegaConf.has_resolver("eqa_slug"):
         OmegaConf.register_new_resolver("eqa_slug", slug)
     cs = ConfigStore.instance()
-    if all(_stored(cs, group, name) for group, nodes in SCHEMAS.items() for name in nodes):
+    every = schemas()
+    if all(_stored(cs, group, name) for group, nodes in every.items() for name in nodes):
         return
-    for group, nodes in SCHEMAS.items():
+    for group, nodes in every.items():
         for name, node in nodes.items():
             cs.store(group=group, name=name, node=node)
 
@@ -108,6 +114,9 @@ def _check(config: DictConfig) -> None:
     if refusal:
         raise ConfigSecretError(refusal)
     check_config(config)
+    from eqa_runner.run.build import check_capabilities
+
+    check_capabilities(config)
 
 
 def _exit_on_error(fn: Any) -> None:

@@ -76,8 +76,8 @@ INTERVAL_METHODS = ("cluster", "iid")
 
 
 def clusters_of(records: Sequence[EpisodeRecord]) -> dict[str, str]:
-    """``episode_id -> cluster``: the record's ``scene`` (OpenEQA: the episode history; EXPRESS,
-    A-EQA, HM-EQA: the scene). An episode without a scene is a cluster of its own."""
+    """``episode_id -> cluster``: the record's ``scene`` (an episode history or a
+    scene). An episode without a scene is a cluster of its own."""
     return {str(r["episode_id"]): _cluster(r) for r in records}
 
 
@@ -129,7 +129,7 @@ def intervals_note(method: str, samples: int) -> dict[str, Any]:
         "method": method,
         "level": 0.95,
         "bootstrap_samples": samples,
-        "cluster": "the record's scene (OpenEQA: episode history; EXPRESS/A-EQA/HM-EQA: scene)",
+        "cluster": "the record's scene (an episode history or a scene)",
         "note": "percentile bootstrap; 'cluster' resamples whole clusters where a metric's "
         "episodes fall in at least two (each metric's own 'interval' says which was used); "
         "docs/statistics.md",

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
+from eqa_runner import capabilities as cap
 from eqa_runner.llm import LLMClient, Message, RequestEstimate, user
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
 
@@ -30,6 +31,7 @@ class Judge(ABC):
     name: str = "judge"
     headline: str = "score"
     needs_model: bool = True  # False: scores without a model (no client, no credentials checked)
+    reads: ClassVar[frozenset[str]] = frozenset({cap.QUESTION})  # of the task's and policy's
 
     def __init__(self, **llm_overrides: Any) -> None:
         self.llm_overrides = {k: v for k, v in llm_overrides.items() if k in JUDGE_LLM_KEYS}

@@ -10,9 +10,7 @@ from dataclasses import dataclass
 
 from omegaconf import MISSING
 
-from eqa_runner.schema import bounded, one_of
-
-INF_POLICIES = ("exclude", "penalize")
+from eqa_runner.schema import bounded
 
 
 @dataclass
@@ -32,63 +30,3 @@ class JudgeConfig:
     input_usd_per_mtok: float | None = bounded(None, ge=0)
     output_usd_per_mtok: float | None = bounded(None, ge=0)
     reask_unparsable: bool = True  # ask once more when the reply cannot be parsed
-
-
-@dataclass
-class LLMMatchJudgeConfig(JudgeConfig):
-    """``judge=llm_match`` (OpenEQA): a judge LLM marks the prediction 1..5."""
-
-    name: str = "llm_match"
-    # as open-eqa's evaluate-predictions.py ("It is 2.5 m" -> "It is 2.")
-    strip_after_last_period: bool = True
-
-
-@dataclass
-class EACJudgeConfig(JudgeConfig):
-    """``judge=eac`` (EXPRESS-Bench): a judge VLM returns "sigma, delta"."""
-
-    name: str = "eac"
-    temperature: float | None = bounded(None, ge=0)  # upstream sends none; 0 = less variance
-    max_tokens: int | None = bounded(64, ge=1)
-    # exclude (paper) | penalize: infinite path/goal distances count as failures
-    inf_policy: str = one_of("exclude", INF_POLICIES)
-    # final-frame size (width, height), for dry-run estimates only
-    image_size: list[int] = bounded(default_factory=lambda: ["${sim.width}", "${sim.height}"], gt=0)
-
-
-# --- HM-EQA (eqa_runner/scoring/hmeqa.py) ---
-@dataclass
-class HMEQAJudgeConfig(JudgeConfig):
-    """``judge=hmeqa``: exact match of the chosen letter; calls no model (the model keys are
-    accepted, so ``judge.model=…`` overrides of a sweep do no harm, and ignored)."""
-
-    name: str = "hmeqa"
-    model: str = "none"
-
-
-# --- A-EQA (eqa_runner/scoring/aeqa.py, docs/aeqa.md) -------------------------------------
-AEQA_MISSING_RULES = ("zero", "blind_fallback", "exclude")
-AEQA_PATH_LENGTHS = ("geodesic", "euclidean_xz")
-
-
-@dataclass
-class AEQAJudgeConfig(LLMMatchJudgeConfig):
-    """``judge=aeqa``: LLM-Match and its path-efficiency-weighted form ``llm_match_spl``."""
-
-    name: str = "aeqa"
-    # a question without prediction (no answer, or the policy failed): zero = scored 1 (0%,
-    # open-eqa's rule) | blind_fallback = the blind run's score, p = inf (3D-Mem's scorer) |
-    # exclude = left out of the means and counted
-    missing_prediction: str = one_of("zero", AEQA_MISSING_RULES)
-    blind_run_dir: str | None = None  # blind_fallback: a blind run on the same questions
-    # p of the weight: geodesic = the loop's hop lengths (path_len) | euclidean_xz = the hops'
-    # top-down straight lengths (3D-Mem's measure, without its 0.1 m voxel quantisation)
-    path_length: str = one_of("geodesic", AEQA_PATH_LENGTHS)
-
-
-SCHEMAS = {
-    "base_llm_match": LLMMatchJudgeConfig,
-    "base_eac": EACJudgeConfig,
-    "base_hmeqa": HMEQAJudgeConfig,
-    "base_aeqa": AEQAJudgeConfig,
-}

@@ -1,7 +1,7 @@
 """Paired differences, clustered intervals, judge agreement and power over per-episode values.
 
 Pure functions over ``episode_id -> value`` mappings and optional ``episode_id -> cluster``
-labels (OpenEQA: episode history; EXPRESS/A-EQA/HM-EQA: scene). Every result is deterministic
+labels (the records' scene: an episode history or an HM3D scene). Every result is deterministic
 for a seed and independent of input order. Methods and formulas: docs/statistics.md.
 """
 

@@ -116,7 +116,7 @@ class Simulator(ABC):
         raise NotImplementedError(f"{type(self).__name__} does not report its navigable area")
 
     def scene_area(self) -> float:
-        """x-z area of the navmesh bounds (EXPRESS step budget = int(sqrt(area) * 3))."""
+        """x-z area of the navmesh bounds (an exploration budget: int(sqrt(area) * 3))."""
         lo, hi = self.bounds()
         return float(abs((hi[0] - lo[0]) * (hi[2] - lo[2])))
 

@@ -18,7 +18,7 @@ SCENE_LIGHTING = ("auto", "none", "default")
 @dataclass
 class SimConfig:
     """Keys shared by every backend (sensor and agent body). The defaults are one set for both
-    backends, those of upstream EXPRESS-Bench (habitat-sim's default agent: height 1.5 m,
+    backends, upstream's (habitat-sim's default agent: height 1.5 m,
     radius 0.1 m; camera 512x512, HFOV 90 deg, 1.5 m high, no tilt)."""
 
     _target_: str = MISSING

@@ -4,7 +4,7 @@ Frames used in the project:
 
 * **habitat world frame** — y up; an agent with yaw 0 looks along -z. Positions and quaternions
   (w, x, y, z) in the datasets are in this frame.
-* **normal frame** — z up, the frame of the upstream explore-eqa / EXPRESS planner:
+* **normal frame** — z up, the frame of the upstream explore-eqa TSDF planner:
   ``normal = (x_h, -z_h, y_h)``.
 * **camera conventions** — habitat/OpenGL camera (x right, y up, looks along -z), used by
   ``Observation.cam_to_world``; OpenCV camera (x right, y down, looks along +z), used by the

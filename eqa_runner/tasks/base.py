@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
+from eqa_runner import capabilities as cap
 from eqa_runner.types import Episode
 
 
 class Task(ABC):
-    """A benchmark: loads episodes and knows which policies can attempt them."""
+    """A benchmark: loads episodes and declares what they provide (``provides``: the
+    :mod:`eqa_runner.capabilities` a policy may need and a judge may read)."""
 
     name: str = "task"
-    policies: Sequence[str] = ()
+    provides: ClassVar[frozenset[str]] = frozenset({cap.QUESTION})
 
     @abstractmethod
     def load_episodes(self) -> list[Episode]:

@@ -15,7 +15,7 @@ if str(ROOT) not in sys.path:  # `from tests.conftest import ...` without `pytho
 @pytest.fixture(scope="session")
 def aeqa_demo(tmp_path_factory) -> Path:
     """The A-EQA demo (2 apartments, 13 questions; read-only: copy it before changing files)."""
-    from eqa_runner.demo.aeqa import write_aeqa_demo
+    from eqa_runner.benchmarks.aeqa.demo import write_aeqa_demo
 
     out = tmp_path_factory.mktemp("aeqa_demo") / "aeqa"
     write_aeqa_demo(out, seed=0)

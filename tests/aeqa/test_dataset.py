@@ -7,8 +7,8 @@ import math
 
 import pytest
 
+from eqa_runner.benchmarks.aeqa.task import AEQATask
 from eqa_runner.errors import DataError
-from eqa_runner.tasks.aeqa import AEQATask
 
 Q1, Q2, Q3 = "f2e82760-aaaa", "0b1c2d3e-bbbb", "99999999-cccc"
 OPENEQA = [

@@ -9,15 +9,16 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from eqa_runner.data.commands import check_aeqa
+from eqa_runner.benchmarks.aeqa.data import check_aeqa
+from eqa_runner.benchmarks.aeqa.protocol import AEQAProtocol, path_len_xz
+from eqa_runner.benchmarks.aeqa.task import AEQATask
 from eqa_runner.data.commands import main as data_main
 from eqa_runner.errors import DataError
 from eqa_runner.images import decode_frame, encode_frame
-from eqa_runner.policies.aeqa import AEQAProtocol, path_len_xz
 from eqa_runner.policies.explore import ExplorePolicy
 from eqa_runner.policies.frame_memory import FrameMemory
+from eqa_runner.run.build import check_capabilities
 from eqa_runner.run.loop import run
-from eqa_runner.tasks.aeqa import AEQATask
 
 
 def _frame(v: int, size=(200, 100)) -> np.ndarray:
@@ -78,7 +79,7 @@ def test_path_len_xz():
 
 def test_config_composes_the_task_preset(compose_cfg, aeqa_demo):
     cfg = compose_cfg(["task=aeqa", "policy=fbe", f"task.data_dir={aeqa_demo}"])
-    assert cfg.judge._target_ == "eqa_runner.scoring.aeqa.AEQAJudge"
+    assert cfg.judge._target_ == "eqa_runner.benchmarks.aeqa.judge.AEQAJudge"
     assert cfg.protocol.num_steps == 50 and cfg.protocol.memory_frames == 8
     assert (cfg.sim.width, cfg.sim.height, cfg.sim.hfov_deg, cfg.sim.tilt_deg) == (
         1280,
@@ -90,7 +91,8 @@ def test_config_composes_the_task_preset(compose_cfg, aeqa_demo):
     cfg = compose_cfg(["task=aeqa", "sim.hfov_deg=90", "protocol.num_steps=7", "policy=re"])
     assert cfg.sim.hfov_deg == 90.0 and cfg.policy.protocol.num_steps == 7
     blind = compose_cfg(["experiment=aeqa_blind", "llm=offline"])
-    assert blind.policy.name == "blind" and "blind" in blind.task.policies
+    assert blind.policy.name == "blind"
+    check_capabilities(blind)  # the blind baseline fits the task (a question) and its judge
 
 
 def test_dry_run_prints_the_estimate(compose_cfg, aeqa_demo, capsys):

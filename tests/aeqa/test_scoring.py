@@ -9,8 +9,8 @@ import math
 
 import pytest
 
+from eqa_runner.benchmarks.aeqa.judge import NO_PREDICTION, AEQAJudge
 from eqa_runner.errors import ConfigError
-from eqa_runner.scoring.aeqa import NO_PREDICTION, AEQAJudge
 from eqa_runner.types import Episode, Prediction
 
 L = 8.0

@@ -13,9 +13,11 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
-from eqa_runner.run.configstore import SCHEMAS
+from eqa_runner.run.configstore import schemas
 from eqa_runner.schema import check_config
 from tests.conftest import CONF
+
+SCHEMAS = schemas()
 
 GROUPS = ("task", "policy", "judge", "llm", "sim")
 
@@ -87,33 +89,33 @@ def test_config_yaml_sets_no_group_values():
 
 
 def _constructors() -> list[tuple[Any, type]]:
+    from eqa_runner.benchmarks.express import config as xc
+    from eqa_runner.benchmarks.express.eac import EACJudge
+    from eqa_runner.benchmarks.express.task import ExpressTask
+    from eqa_runner.benchmarks.openeqa_em import config as oc
+    from eqa_runner.benchmarks.openeqa_em.blind import BlindPolicy
+    from eqa_runner.benchmarks.openeqa_em.frames import FramesPolicy
+    from eqa_runner.benchmarks.openeqa_em.llm_match import LLMMatchJudge
+    from eqa_runner.benchmarks.openeqa_em.task import OpenEQATask
     from eqa_runner.policies import config as pc
-    from eqa_runner.policies.blind import BlindPolicy
     from eqa_runner.policies.explore import ExplorePolicy, RandomProposer
-    from eqa_runner.policies.frames import FramesPolicy
     from eqa_runner.policies.frontier import FrontierProposer
-    from eqa_runner.scoring import config as jc
-    from eqa_runner.scoring.express_eac import EACJudge
-    from eqa_runner.scoring.llm_match import LLMMatchJudge
     from eqa_runner.sim import config as sc
     from eqa_runner.sim.habitat import HabitatSimulator
     from eqa_runner.sim.mesh import MeshSimulator
-    from eqa_runner.tasks import config as tc
-    from eqa_runner.tasks.express import ExpressTask
-    from eqa_runner.tasks.openeqa_em import OpenEQATask
 
     return [
-        (BlindPolicy, pc.BlindPolicyConfig),
-        (FramesPolicy, pc.FramesPolicyConfig),
+        (BlindPolicy, oc.BlindPolicyConfig),
+        (FramesPolicy, oc.FramesPolicyConfig),
         (ExplorePolicy, pc.REPolicyConfig),
         (RandomProposer, pc.RandomProposerConfig),
         (FrontierProposer, pc.FrontierProposerConfig),
-        (LLMMatchJudge, jc.LLMMatchJudgeConfig),
-        (EACJudge, jc.EACJudgeConfig),
+        (LLMMatchJudge, oc.LLMMatchJudgeConfig),
+        (EACJudge, xc.EACJudgeConfig),
         (MeshSimulator, sc.MeshSimConfig),
         (HabitatSimulator, sc.HabitatSimConfig),
-        (OpenEQATask, tc.OpenEQATaskConfig),
-        (ExpressTask, tc.ExpressTaskConfig),
+        (OpenEQATask, oc.OpenEQATaskConfig),
+        (ExpressTask, xc.ExpressTaskConfig),
     ]
 
 

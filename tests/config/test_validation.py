@@ -40,6 +40,7 @@ OUT_OF_RANGE = {
     "run/limit": ([], "run.limit=-1", "run.limit=-1: must be >= 0 (or null)"),
     "run/timeout": ([], "run.episode_timeout_s=0", "run.episode_timeout_s=0.0: must be > 0"),
     "task/openeqa_em": ([], "task.subset=replica", "task.subset=replica: must be one of hm3d"),
+    "task/openeqa_em/split": ([], "task.split=val", "task.split=val: must be one of all"),
     "task/express": (EXPRESS, "task.split=test", "task.split=test: must be one of all, val"),
     "policy/frames": ([], "policy.image_size=-3", "policy.image_size=-3: must be > 0 (or null)"),
     "policy/frames/strategy": ([], "policy.strategy=random", "policy.strategy=random: must be"),

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from eqa_runner.benchmarks.express import data as xdata
+from eqa_runner.benchmarks.openeqa_em import data as oedata
 from eqa_runner.data import commands as datacmd
 from eqa_runner.data.sources import FetchError, LocalFrameSource, extract_episode
 from tests.helpers.datasets import make_openeqa_dataset
@@ -27,7 +29,7 @@ def upstream(tmp_path: Path) -> Iterator[dict]:
     (raw / "data").mkdir(parents=True)
     shutil.copy(src / "open-eqa-v0.json", raw / "data" / "open-eqa-v0.json")
     (raw / "prompts").mkdir()
-    for name in datacmd.OPENEQA_PROMPTS:
+    for name in oedata.OPENEQA_PROMPTS:
         (raw / "prompts" / f"{name}.txt").write_text(f"prompt {name} {{question}}\n")
     (raw / "express" / "data").mkdir(parents=True)
     (raw / "express" / "prompt").mkdir()
@@ -91,7 +93,7 @@ def test_check_detects_broken_frames(upstream, tmp_path, capsys):
     ep = dest / "episodes" / "hm3d-v0" / "002-hm3d-Ep2"
     (ep / "00001-rgb.png").write_bytes(b"")
     (ep / "00002-rgb.png").write_bytes(b"not an image at all, just text" * 3)
-    rep = datacmd.check_openeqa(dest, subset="hm3d")
+    rep = oedata.check_openeqa(dest, subset="hm3d")
     assert not rep.ok and not rep.missing
     assert any("00001-rgb.png: empty file" in b for b in rep.broken)
     assert any("00002-rgb.png: undecodable" in b for b in rep.broken)
@@ -105,9 +107,9 @@ def test_resume_skips_finished_episodes(upstream, tmp_path, monkeypatch, capsys)
     # an interrupted extraction: folder without marker is redone; finished ones are skipped
     (dest / "episodes" / "scannet-v0" / "001-scannet-Ep1" / ".complete").unlink()
     calls: list[str] = []
-    real = datacmd.extract_episode
+    real = oedata.extract_episode
     monkeypatch.setattr(
-        datacmd, "extract_episode", lambda a, d: calls.append(Path(d).name) or real(a, d)
+        oedata, "extract_episode", lambda a, d: calls.append(Path(d).name) or real(a, d)
     )
     assert _fetch(upstream, dest, "--subset", "scannet") == 0
     assert calls == ["001-scannet-Ep1", "003-scannet-Ep3"]
@@ -185,7 +187,7 @@ def test_fetch_express_prints_scene_instructions(upstream, tmp_path, capsys):
         }
     ]  # fmt: skip
     (raw / "data" / "express-bench.json").write_text(json.dumps(q))
-    for name in datacmd.EXPRESS_PROMPTS:
+    for name in xdata.EXPRESS_PROMPTS:
         (raw / "prompt" / f"{name}.txt").write_text(f"[user]: {name}\n")
     dest = tmp_path / "ex"
     base = upstream["url"] + "express/"
@@ -215,7 +217,7 @@ def test_check_decodes_every_frame_like_a_run(upstream, tmp_path):
     ep = dest / "episodes" / "hm3d-v0" / "002-hm3d-Ep2"
     frame = ep / "00001-rgb.png"
     frame.write_bytes(frame.read_bytes()[:60])  # signature + IHDR intact, pixel data cut
-    rep = datacmd.check_openeqa(dest, subset="hm3d")
+    rep = oedata.check_openeqa(dest, subset="hm3d")
     assert [b for b in rep.broken if "00001-rgb.png: undecodable" in b], rep.broken
 
 

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import pytest
 from hydra.utils import instantiate
 
+from eqa_runner.benchmarks.express.eac import EACJudge
+from eqa_runner.benchmarks.express.task import ExpressTask
+from eqa_runner.errors import ConfigError
 from eqa_runner.policies.explore import ExplorePolicy, RandomProposer
-from eqa_runner.scoring.express_eac import EACJudge
-from eqa_runner.tasks.express import ExpressTask
+from eqa_runner.run.build import check_capabilities
 
 
 def test_task_express_policy_re_composes_with_eac(compose_cfg):
     cfg = compose_cfg(["task=express", "policy=re"])
     assert cfg.judge._target_.endswith("EACJudge") and cfg.judge.name == "eac"
-    assert list(cfg.task.policies) == ["re", "fbe", "vlm_explore", "vlm_waypoint"]
+    check_capabilities(cfg)
+    with pytest.raises(ConfigError, match="judge=eac reads .*the frame the answer was given from"):
+        check_capabilities(compose_cfg(["task=express", "policy=blind"]))
     assert cfg.task.simulator == cfg.sim._target_
     task, policy, judge = (
         instantiate(cfg[k], _convert_="all") for k in ("task", "policy", "judge")

@@ -8,10 +8,10 @@ import time
 
 import pytest
 
+from eqa_runner.benchmarks.express.task import ExpressTask, load_questions
 from eqa_runner.errors import DataError
 from eqa_runner.prompts import split_prompt
 from eqa_runner.run.loop import run
-from eqa_runner.tasks.express import ExpressTask, load_questions
 
 from .conftest import original_record, repackaged_record, write_questions
 

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
+from eqa_runner.benchmarks.express.eac import EACJudge, parse_eac, path_weight
 from eqa_runner.records import to_jsonable
-from eqa_runner.scoring.express_eac import EACJudge, parse_eac, path_weight
 from eqa_runner.types import Episode, Prediction
 
 PARSABLE = [

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from eqa_runner.benchmarks.express.protocol import ExpressProtocol
 from eqa_runner.llm import LLMClient
 from eqa_runner.policies.context import EpisodeContext, RunResources
 from eqa_runner.policies.explore import (
@@ -20,6 +21,8 @@ from eqa_runner.policies.explore import (
 )
 from eqa_runner.sim.base import Observation, SceneSpec, Simulator
 from eqa_runner.types import Episode
+
+EXPRESS = ExpressProtocol()
 
 
 class FakeSim(Simulator):
@@ -124,7 +127,7 @@ def _run(policy, episodes, sim, tmp_path, artifacts=False):
 
 
 def test_black_frames_never_stop_and_answer_blind(tmp_path):
-    policy = ExplorePolicy(proposer=RandomProposer, max_steps=5)
+    policy = ExplorePolicy(protocol=EXPRESS, proposer=RandomProposer, max_steps=5)
     (pred,), _ = _run(policy, [_episode(1)], FakeSim(black=True), tmp_path)
     t = pred.trace
     assert t["num_steps"] == 5 and t["steps_taken"] == 5  # budget int(sqrt(100)*3)=30, capped
@@ -141,7 +144,7 @@ def test_black_frames_never_stop_and_answer_blind(tmp_path):
 
 
 def test_nan_waypoint_falls_back_to_random_point_within_3m(tmp_path):
-    policy = ExplorePolicy(proposer=NaNProposer, max_steps=4)
+    policy = ExplorePolicy(protocol=EXPRESS, proposer=NaNProposer, max_steps=4)
     (pred,), _ = _run(policy, [_episode(2)], FakeSim(black=True), tmp_path)
     for s in pred.trace["steps"]:
         assert s["fallback"] and not s["snapped"] and s["source"] == "nan"
@@ -150,7 +153,7 @@ def test_nan_waypoint_falls_back_to_random_point_within_3m(tmp_path):
 
 
 def test_offline_stop_check_stops_at_step_2_with_decision_frame(tmp_path):
-    policy = ExplorePolicy(proposer=RandomProposer)
+    policy = ExplorePolicy(protocol=EXPRESS, proposer=RandomProposer)
     (pred,), _ = _run(policy, [_episode(3)], FakeSim(), tmp_path, artifacts=True)
     t = pred.trace
     assert t["stopped_early"] and t["steps_taken"] == 3 and t["answer_prompt"] == "answer"
@@ -166,14 +169,14 @@ def test_scene_leases_load_each_scene_once(tmp_path):
     sim = FakeSim()
     eps = [_episode(i, "00800-A") for i in range(3)] + [_episode(i, "00801-B") for i in (4, 5)]
     eps.append(_episode(6, "00800-A"))  # out of order: joins A's lease while A is in use
-    preds, session = _run(ExplorePolicy(max_steps=3), eps, sim, tmp_path)
+    preds, session = _run(ExplorePolicy(protocol=EXPRESS, max_steps=3), eps, sim, tmp_path)
     assert len(preds) == 6
     assert sim.loads == ["00800-A", "00801-B"]  # B waited until no episode used A
     assert session.scene_loads == 2
 
 
 def test_same_rng_same_path(tmp_path):
-    policy = ExplorePolicy(max_steps=6)
+    policy = ExplorePolicy(protocol=EXPRESS, max_steps=6)
     (a,), _ = _run(policy, [_episode(7)], FakeSim(black=True), tmp_path)
     (b,), _ = _run(policy, [_episode(7)], FakeSim(black=True), tmp_path)
     assert [s["next_position"] for s in a.trace["steps"]] == [
@@ -183,6 +186,6 @@ def test_same_rng_same_path(tmp_path):
 
 def test_proposer_must_be_a_factory():
     with pytest.raises(TypeError, match="_partial_"):
-        ExplorePolicy(proposer=RandomProposer())
+        ExplorePolicy(protocol=EXPRESS, proposer=RandomProposer())
     with pytest.raises(ValueError, match="stop_match"):
-        ExplorePolicy(stop_match="maybe")
+        ExplorePolicy(protocol=EXPRESS, stop_match="maybe")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from eqa_runner.benchmarks.express.protocol import ExpressProtocol
 from eqa_runner.errors import ConfigError
 from eqa_runner.llm import LLMClient
 from eqa_runner.policies.base import Policy
@@ -11,6 +12,8 @@ from eqa_runner.policies.context import RunResources
 from eqa_runner.policies.explore import ExplorePolicy
 from eqa_runner.run.loop import run
 from eqa_runner.sim.mesh import MeshSimulator
+
+EXPRESS = ExpressProtocol()
 
 CLOSED: list[str] = []
 
@@ -50,7 +53,7 @@ def test_opened_always_closes(fail_open):
 
 
 def test_explore_policy_needs_the_runs_simulator():
-    p = ExplorePolicy()
+    p = ExplorePolicy(protocol=EXPRESS)
     assert p.needs_sim
     with pytest.raises(ConfigError, match="needs a simulator"):
         p.open(RunResources(llm=LLMClient({"model": "offline"}, role="policy"), task=None))

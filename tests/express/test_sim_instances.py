@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 
+from eqa_runner.benchmarks.express.protocol import ExpressProtocol
 from eqa_runner.errors import UserError
 from eqa_runner.policies.explore import ExplorePolicy
 from eqa_runner.records import read_records
@@ -18,6 +19,8 @@ from eqa_runner.sim.pool import SimulatorPool
 from tests.conftest import server_overrides
 from tests.express.test_e2e import RULES, STABLE, _overrides, _paths
 from tests.express.test_explore import FakeSim, _episode, _run
+
+EXPRESS = ExpressProtocol()
 
 
 class ThreadedFakeSim(FakeSim):
@@ -47,9 +50,13 @@ def _stable(preds):
 
 @pytest.mark.parametrize("n", [2, 3])
 def test_n_instances_give_the_results_of_one_and_load_a_scene_once_per_instance(tmp_path, n):
-    one, session1 = _run(ExplorePolicy(max_steps=4), _episodes(), FakeSim(), tmp_path / "1")
+    one, session1 = _run(
+        ExplorePolicy(protocol=EXPRESS, max_steps=4), _episodes(), FakeSim(), tmp_path / "1"
+    )
     sims = [ThreadedFakeSim() for _ in range(n)]
-    many, session = _run(ExplorePolicy(max_steps=4), _episodes(), SimulatorPool(sims), tmp_path)
+    many, session = _run(
+        ExplorePolicy(protocol=EXPRESS, max_steps=4), _episodes(), SimulatorPool(sims), tmp_path
+    )
     assert _stable(many) == _stable(one)  # per-episode seeds: the lane does not matter
     assert session1.scene_loads == 3
     used = [s for s in sims if s.loads]

@@ -188,7 +188,7 @@ RULES = [
 def test_fbe_end_to_end_on_demo(tmp_path, compose_cfg, llm_server):
     import json
 
-    from eqa_runner.demo.datasets import write_express_demo
+    from eqa_runner.benchmarks.express.demo import write_express_demo
     from eqa_runner.records import read_records
     from eqa_runner.run.loop import run
     from tests.conftest import server_overrides

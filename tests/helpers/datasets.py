@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from eqa_runner.tasks.openeqa_em import CATEGORIES as OPENEQA_CATEGORIES
+from eqa_runner.benchmarks.openeqa_em.task import CATEGORIES as OPENEQA_CATEGORIES
 
 CATEGORIES = list(OPENEQA_CATEGORIES)
 

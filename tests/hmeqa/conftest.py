@@ -15,7 +15,7 @@ if str(ROOT) not in sys.path:  # `from tests.conftest import ...` without `pytho
 @pytest.fixture(scope="session")
 def hmeqa_demo(tmp_path_factory) -> Path:
     """The HM-EQA demo (2 apartments, 10 questions); read-only: copy it before changing files."""
-    from eqa_runner.demo.hmeqa import write_hmeqa_demo
+    from eqa_runner.benchmarks.hmeqa.demo import write_hmeqa_demo
 
     out = tmp_path_factory.mktemp("hmeqa_demo") / "hmeqa"
     write_hmeqa_demo(out, seed=0)

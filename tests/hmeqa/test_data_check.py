@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import shutil
 
+from eqa_runner.benchmarks.hmeqa.task import PADDING, HMEQATask
 from eqa_runner.data.commands import main as data_main
-from eqa_runner.tasks.hmeqa import PADDING, HMEQATask
 
 
 def test_check_demo_ok_and_missing_scene(tmp_path, hmeqa_demo, capsys):

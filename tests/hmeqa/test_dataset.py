@@ -7,8 +7,14 @@ import math
 
 import pytest
 
+from eqa_runner.benchmarks.hmeqa.task import (
+    PADDING,
+    HMEQATask,
+    load_poses,
+    pad_choices,
+    parse_choices,
+)
 from eqa_runner.errors import DataError
-from eqa_runner.tasks.hmeqa import PADDING, HMEQATask, load_poses, pad_choices, parse_choices
 
 POSES = """scene_floor,init_x,init_y,init_z,init_angle
 00004-VqCaAuuoeWk_0,1.0,0.12,-2.0,1.5707963267948966

@@ -9,8 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from eqa_runner.benchmarks.hmeqa.protocol import HMEQAProtocol
 from eqa_runner.llm.usage import Completion
-from eqa_runner.policies.hmeqa import HMEQAProtocol
+from eqa_runner.run.build import check_capabilities
 from eqa_runner.run.loop import run
 from eqa_runner.types import Episode
 
@@ -103,12 +104,8 @@ def test_answer_step_applies_the_selected_rule_without_a_model():
 def test_task_config_selects_protocol_judge_and_camera(compose_cfg):
     cfg = compose_cfg(["task=hmeqa", "policy=fbe"])
     assert cfg.protocol._target_.endswith("HMEQAProtocol") and cfg.protocol.answer_rule == "max"
-    assert cfg.judge.name == "hmeqa" and cfg.task.policies == [
-        "re",
-        "fbe",
-        "vlm_explore",
-        "vlm_waypoint",
-    ]
+    assert cfg.judge.name == "hmeqa"
+    check_capabilities(cfg)
     assert (cfg.sim.width, cfg.sim.height, cfg.sim.hfov_deg) == (640, 480, 120.0)
     assert (cfg.sim.tilt_deg, cfg.sim.sensor_height_m) == (-30.0, 1.299)
     assert compose_cfg(["task=hmeqa", "sim.hfov_deg=90"]).sim.hfov_deg == 90.0  # overrides win
@@ -143,11 +140,13 @@ def test_constructor_defaults_are_the_schemas():
     import inspect
     from dataclasses import MISSING, fields
 
-    from eqa_runner.policies.config import HMEQAProtocolConfig
-    from eqa_runner.scoring.config import HMEQAJudgeConfig
-    from eqa_runner.scoring.hmeqa import HMEQAJudge
-    from eqa_runner.tasks.config import HMEQATaskConfig
-    from eqa_runner.tasks.hmeqa import HMEQATask
+    from eqa_runner.benchmarks.hmeqa.config import (
+        HMEQAJudgeConfig,
+        HMEQAProtocolConfig,
+        HMEQATaskConfig,
+    )
+    from eqa_runner.benchmarks.hmeqa.judge import HMEQAJudge
+    from eqa_runner.benchmarks.hmeqa.task import HMEQATask
 
     pairs = [
         (HMEQATask, HMEQATaskConfig),

@@ -8,15 +8,15 @@ import math
 
 import pytest
 
-from eqa_runner.llm.choice_rules import apply_rule, rule_max, rule_weighted
-from eqa_runner.policies.hmeqa import (
+from eqa_runner.benchmarks.hmeqa.choice_rules import apply_rule, rule_max, rule_weighted
+from eqa_runner.benchmarks.hmeqa.judge import HMEQAJudge, chosen_letter, rule_metrics
+from eqa_runner.benchmarks.hmeqa.protocol import (
     answer_path,
     confidence,
     confidence_from_logprobs,
     format_options,
     parse_yes_no,
 )
-from eqa_runner.scoring.hmeqa import HMEQAJudge, chosen_letter, rule_metrics
 from eqa_runner.types import Episode, Prediction
 
 

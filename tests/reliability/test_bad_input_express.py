@@ -13,7 +13,7 @@ from eqa_runner.records import read_records
 from eqa_runner.run.loop import run
 from tests.reliability import tally
 
-pytest.importorskip("eqa_runner.tasks.express")
+pytest.importorskip("eqa_runner.benchmarks.express.task")
 pytest.importorskip("eqa_runner.policies.explore")
 
 BASE = ["task=express", "policy=re", "llm=offline", "judge.model=offline"]

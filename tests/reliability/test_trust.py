@@ -155,7 +155,7 @@ def test_urls_are_written_without_userinfo():
         ("run.episodes=[]", "empty episode list"),
         ("task.categories=[no_such_category]", "task.categories"),
         ("run.shard=3/2", "run.shard"),
-        ("judge=eac", "judge=eac cannot score task=openeqa_em"),
+        ("judge=eac", "judge=eac reads the frame the answer was given from"),
         ("judge.model=openai/gpt-4o", "pin a dated snapshot"),
     ],
 )

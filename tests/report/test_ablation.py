@@ -15,6 +15,8 @@ from PIL import Image
 from scipy import stats as sps
 from sklearn.metrics import cohen_kappa_score
 
+from eqa_runner.benchmarks.express.eac import EACJudge
+from eqa_runner.benchmarks.openeqa_em.llm_match import LLMMatchJudge
 from eqa_runner.records import complete_record
 from eqa_runner.report.agreement import judges_report, judges_tables, power_report
 from eqa_runner.report.cli import main as report_main
@@ -22,12 +24,13 @@ from eqa_runner.report.compare import paired_differences, stamp_warnings
 from eqa_runner.report.runs import load_runs
 from eqa_runner.run.summary import git_state, reproducibility_stamp
 from eqa_runner.scoring.aggregate import interval_of
-from eqa_runner.scoring.express_eac import EACJudge
-from eqa_runner.scoring.llm_match import LLMMatchJudge
 from eqa_runner.scoring.stats import power_analysis
 
-LLM_MATCH = {"_target_": "eqa_runner.scoring.llm_match.LLMMatchJudge", "model": "openai/j"}
-EAC = {"_target_": "eqa_runner.scoring.express_eac.EACJudge", "model": "openai/j"}
+LLM_MATCH = {
+    "_target_": "eqa_runner.benchmarks.openeqa_em.llm_match.LLMMatchJudge",
+    "model": "openai/j",
+}
+EAC = {"_target_": "eqa_runner.benchmarks.express.eac.EACJudge", "model": "openai/j"}
 
 
 def _rec(eid: str, scene: str, metrics: dict, **kw) -> dict:

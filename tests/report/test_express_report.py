@@ -291,7 +291,7 @@ def test_express_shards_merge_and_compare(express_run, tmp_path):
         assert merged[m] == _fmt(whole[m])
         assert base[m] == _fmt(other[m]) and base[f"Δ {m}"] == "(baseline)"
         # Δ is paired (issue 18): per episode, on the episodes both runs scored only
-        from eqa_runner.scoring.express_eac import EACJudge
+        from eqa_runner.benchmarks.express.eac import EACJudge
 
         judge = EACJudge(model="offline")
         va = judge.episode_values(read_records(short / "episodes.jsonl"))[m]

@@ -27,7 +27,9 @@ def demo(tmp_path_factory) -> Path:
     require_habitat()
     from eqa_runner.demo.cli import write_demo
 
-    return write_demo(tmp_path_factory.mktemp("hab_demo"), seed=0, openeqa=False)["express"].parent
+    return write_demo(
+        tmp_path_factory.mktemp("hab_demo"), seed=0, only=["express", "hmeqa", "aeqa"]
+    )["express"].parent
 
 
 def _run(compose_cfg, tmp_path: Path, demo: Path, task: str, policy: str) -> list:

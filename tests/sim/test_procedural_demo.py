@@ -10,13 +10,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from eqa_runner.benchmarks.express.demo import EXPRESS_TYPES, write_express_demo
+from eqa_runner.benchmarks.openeqa_em.demo import OPENEQA_CATEGORIES, write_openeqa_demo
 from eqa_runner.demo.apartment import generate_apartment
-from eqa_runner.demo.datasets import (
-    EXPRESS_TYPES,
-    OPENEQA_CATEGORIES,
-    write_express_demo,
-    write_openeqa_demo,
-)
 from eqa_runner.sim.mesh import MeshSimulator
 
 NAME_WORDS = ["sofa", "table", "bed", "chair", "lamp", "plant", "tv", "fridge", "bookshelf"]

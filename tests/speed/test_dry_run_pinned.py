@@ -18,9 +18,9 @@ GOLDEN = Path(__file__).with_name("dry_run_estimates.json")
 def write_data(root: Path) -> dict[str, Path]:
     """The small fixed inputs: the procedural demos (EXPRESS, HM-EQA, A-EQA) and a synthetic
     OpenEQA set (20 questions, 12 frames per episode)."""
-    from eqa_runner.demo.aeqa import write_aeqa_demo
-    from eqa_runner.demo.datasets import write_express_demo
-    from eqa_runner.demo.hmeqa import write_hmeqa_demo
+    from eqa_runner.benchmarks.aeqa.demo import write_aeqa_demo
+    from eqa_runner.benchmarks.express.demo import write_express_demo
+    from eqa_runner.benchmarks.hmeqa.demo import write_hmeqa_demo
     from tests.helpers.datasets import make_openeqa_dataset
 
     write_express_demo(root / "express", seed=0)

@@ -15,7 +15,7 @@ MODELS = ["openai/gpt-4o-2024-08-06", "openai/gpt-4o-mini-2024-07-18", "gpt-4o",
 
 def corpus() -> list[str]:
     """The project's prompt files, chunk-boundary lengths, long runs, unicode, special tokens."""
-    texts = [p.read_text() for p in sorted((ROOT / "eqa_runner" / "prompts").rglob("*.txt"))]
+    texts = [p.read_text() for p in sorted((ROOT / "eqa_runner").rglob("prompts/**/*.txt"))]
     texts += ["", " ", "a" * 1023, "a" * 1024, "a" * 1025, "word " * 900, "." * 5000]
     texts += ["héllo wörld — 你好 🙂 " * 200, "<|endoftext|> and <|im_start|>", "x\n" * 3000]
     return texts

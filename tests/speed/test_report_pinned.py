@@ -11,12 +11,12 @@ from pathlib import Path
 
 import numpy as np
 
+from eqa_runner.benchmarks.express.eac import EACJudge
 from eqa_runner.records import complete_record
 from eqa_runner.report.cli import main as report_main
-from eqa_runner.scoring.express_eac import EACJudge
 
 GOLDEN = Path(__file__).with_name("report_pinned.json")
-EAC = {"_target_": "eqa_runner.scoring.express_eac.EACJudge", "model": "openai/j"}
+EAC = {"_target_": "eqa_runner.benchmarks.express.eac.EACJudge", "model": "openai/j"}
 
 
 def _rec(i: int, rng: np.random.Generator) -> dict:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from eqa_runner.policies.blind import parse_blind_answer
-from eqa_runner.policies.frames import STRATEGIES, FramesPolicy, select_indices
+from eqa_runner.benchmarks.openeqa_em.blind import parse_blind_answer
+from eqa_runner.benchmarks.openeqa_em.frames import STRATEGIES, FramesPolicy, select_indices
 
 
 @pytest.mark.parametrize("n,k", [(100, 50), (237, 50), (51, 50), (10, 3), (2, 2), (1000, 7)])

@@ -6,7 +6,11 @@ from typing import Any
 
 import pytest
 
-from eqa_runner.scoring.llm_match import LLMMatchJudge, parse_mark, strip_after_last_period
+from eqa_runner.benchmarks.openeqa_em.llm_match import (
+    LLMMatchJudge,
+    parse_mark,
+    strip_after_last_period,
+)
 
 PARSABLE = [
     ("4", 4),

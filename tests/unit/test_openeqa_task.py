@@ -9,8 +9,13 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from eqa_runner.benchmarks.openeqa_em.task import (
+    CATEGORIES,
+    OpenEQATask,
+    list_frames,
+    load_questions,
+)
 from eqa_runner.errors import DataError
-from eqa_runner.tasks.openeqa_em import CATEGORIES, OpenEQATask, list_frames, load_questions
 
 
 def rec(**kw: Any) -> dict[str, Any]:

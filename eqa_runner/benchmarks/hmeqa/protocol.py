@@ -1,6 +1,7 @@
 """HM-EQA's exploration protocol (explore-eqa, "Explore until Confident"): at every step the
 model answers the multiple-choice question and says whether the view suffices; the final answer
-is one of upstream's two rules over those per-step answers (:mod:`eqa_runner.llm.choice_rules`).
+is one of upstream's two rules over those per-step answers
+(:mod:`eqa_runner.benchmarks.hmeqa.choice_rules`).
 
 Per non-black step, two calls on the current frame (run concurrently):
 
@@ -28,15 +29,17 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from eqa_runner.benchmarks.hmeqa.choice_rules import RULES, apply_rule
+from eqa_runner.benchmarks.hmeqa.config import HMEQAProtocolConfig as Schema
 from eqa_runner.llm import OFFLINE_TAG, ImagePart, Message, RequestEstimate, user
 from eqa_runner.llm.choice import option_letters, pick
-from eqa_runner.llm.choice_rules import RULES, apply_rule
-from eqa_runner.policies.config import HMEQAProtocolConfig as Schema
 from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.policies.exploration import AnswerStep, Exploration
 from eqa_runner.policies.protocol import ExplorePolicy, ExploreProtocol
-from eqa_runner.prompts import load_prompt
+from eqa_runner.prompts import load_prompt, shipped_dir
 from eqa_runner.types import Episode
+
+PROMPTS = shipped_dir(__file__)  # the prompt files shipped in this package
 
 ANSWER_PROMPT, CONFIDENCE_PROMPT = "answer", "confidence"
 OFFLINE_CONFIDENT_AFTER = 2  # offline stand-in: "No" for steps 0 and 1, then "Yes"
@@ -122,14 +125,14 @@ class HMEQAProtocol(ExploreProtocol):
     def answer_messages(
         self, ep: Episode, prompts_dir: str | None, *img: ImagePart
     ) -> list[Message]:
-        p = load_prompt("hmeqa", ANSWER_PROMPT, prompts_dir)
+        p = load_prompt(PROMPTS, ANSWER_PROMPT, prompts_dir)
         text = p.format(question=ep.question, options=format_options(ep.meta["choices"]))
         return [user(*img, text)]
 
     def confidence_messages(
         self, ep: Episode, prompts_dir: str | None, *img: ImagePart
     ) -> list[Message]:
-        p = load_prompt("hmeqa", CONFIDENCE_PROMPT, prompts_dir)
+        p = load_prompt(PROMPTS, CONFIDENCE_PROMPT, prompts_dir)
         return [user(*img, p.format(question=ep.question))]
 
     # ---------------------------------------------------------------- one step
@@ -223,6 +226,6 @@ class HMEQAProtocol(ExploreProtocol):
 
     def prompts(self, prompts_dir: str | None) -> dict[str, dict[str, object]]:
         return {
-            f"hmeqa/{n}": load_prompt("hmeqa", n, prompts_dir).record()
+            f"hmeqa/{n}": load_prompt(PROMPTS, n, prompts_dir).record()
             for n in (ANSWER_PROMPT, CONFIDENCE_PROMPT)
         }

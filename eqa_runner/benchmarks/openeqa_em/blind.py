@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from eqa_runner.benchmarks.openeqa_em.config import BlindPolicyConfig
 from eqa_runner.llm import OFFLINE_TAG, RequestEstimate, user
 from eqa_runner.policies.base import Policy
-from eqa_runner.policies.config import BlindPolicyConfig
 from eqa_runner.policies.context import EpisodeContext
-from eqa_runner.prompts import load_prompt
+from eqa_runner.prompts import load_prompt, shipped_dir
 from eqa_runner.types import Episode, Prediction
+
+PROMPTS = shipped_dir(__file__)  # the prompt files shipped in this package
 
 PROMPT = "blind-llm"
 
@@ -30,7 +32,7 @@ class BlindPolicy(Policy):
         self.name = name
 
     def _messages(self, episode: Episode, prompts_dir: str | None) -> list[dict[str, Any]]:
-        prompt = load_prompt("openeqa", PROMPT, prompts_dir)
+        prompt = load_prompt(PROMPTS, PROMPT, prompts_dir)
         return [user(prompt.format(question=episode.question))]
 
     async def predict(self, episode: Episode, ctx: EpisodeContext) -> Prediction:
@@ -50,4 +52,4 @@ class BlindPolicy(Policy):
         return [RequestEstimate("policy", self._messages(episode, prompts_dir))]
 
     def prompts(self, prompts_dir: str | None) -> dict[str, dict[str, object]]:
-        return {PROMPT: load_prompt("openeqa", PROMPT, prompts_dir).record()}
+        return {PROMPT: load_prompt(PROMPTS, PROMPT, prompts_dir).record()}

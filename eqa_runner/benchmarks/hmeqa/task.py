@@ -27,10 +27,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from eqa_runner import capabilities as cap
+from eqa_runner.benchmarks.hmeqa.config import HMEQATaskConfig as Schema
 from eqa_runner.errors import DataError
 from eqa_runner.tasks.base import Task
-from eqa_runner.tasks.config import HMEQA_POLICIES
-from eqa_runner.tasks.config import HMEQATaskConfig as Schema
 from eqa_runner.tasks.scenes import scene_key, scene_problems, simulator_stub
 from eqa_runner.types import Episode
 
@@ -200,6 +200,8 @@ def load_questions(path: Path, poses: dict[str, dict[str, Any]], poses_file: Pat
 class HMEQATask(Task):
     """HM-EQA: explore one floor of an HM3D scene from a start pose, then pick one of 4 options."""
 
+    provides = frozenset({cap.QUESTION, cap.CHOICES, cap.SIMULATOR, cap.PROTOCOL})
+
     def __init__(
         self,
         data_dir: str,
@@ -210,14 +212,12 @@ class HMEQATask(Task):
         scenes: Sequence[str] | None = None,
         simulator: str = "eqa_runner.sim.mesh.MeshSimulator",  # the config: ${sim._target_}
         name: str = Schema.name,
-        policies: Sequence[str] = HMEQA_POLICIES,
-        judges: Sequence[str] = (),  # judges whose metrics fit (checked by the run at start)
         split: str = Schema.split,
         check_data: bool = Schema.check_data,
     ) -> None:
         if split != "all":
             raise DataError(f"task.split={split!r}: HM-EQA has one set of questions (all).")
-        self.name, self.policies, self.judges = name, tuple(policies), tuple(judges)
+        self.name = name
         self.check_data = check_data
         self.data_dir = Path(data_dir)
         self.questions_file = Path(questions_file or self.data_dir / QUESTIONS_FILE)

@@ -10,10 +10,11 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from eqa_runner import capabilities as cap
+from eqa_runner.benchmarks.openeqa_em.config import OPENEQA_SPLITS, OPENEQA_SUBSETS
+from eqa_runner.benchmarks.openeqa_em.config import OpenEQATaskConfig as Schema
 from eqa_runner.errors import DataError
 from eqa_runner.tasks.base import Task
-from eqa_runner.tasks.config import OPENEQA_POLICIES, OPENEQA_SPLITS, OPENEQA_SUBSETS
-from eqa_runner.tasks.config import OpenEQATaskConfig as Schema
 from eqa_runner.types import Episode
 
 CATEGORIES = (
@@ -157,6 +158,8 @@ def load_questions(path: Path, *, allow_unknown_categories: bool = False) -> lis
 class OpenEQATask(Task):
     """EM-EQA: the agent sees K frames sampled from a recorded episode."""
 
+    provides = frozenset({cap.QUESTION, cap.OPEN_ANSWER, cap.FRAMES})
+
     def __init__(
         self,
         data_dir: str,
@@ -168,12 +171,8 @@ class OpenEQATask(Task):
         check_data: bool = Schema.check_data,
         allow_unknown_categories: bool = Schema.allow_unknown_categories,
         name: str = Schema.name,
-        policies: Sequence[str] = OPENEQA_POLICIES,
-        judges: Sequence[str] = (),  # judges whose metrics fit (checked by the run at start)
     ) -> None:
         self.name = name
-        self.policies = tuple(policies)
-        self.judges = tuple(judges)
         self.data_dir = Path(data_dir)
         self.questions_file = (
             Path(questions_file) if questions_file else (self.data_dir / QUESTIONS_FILE)

@@ -22,12 +22,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from eqa_runner import capabilities as cap
+from eqa_runner.benchmarks.aeqa.config import AEQA_SPLITS, AEQATaskConfig
+from eqa_runner.benchmarks.openeqa_em.task import CATEGORIES
+from eqa_runner.benchmarks.openeqa_em.task import load_questions as load_openeqa
 from eqa_runner.errors import DataError
 from eqa_runner.sim.base import parse_scene_id
 from eqa_runner.tasks.base import Task
-from eqa_runner.tasks.config import AEQA_POLICIES, AEQA_SPLITS, AEQATaskConfig
-from eqa_runner.tasks.openeqa_em import CATEGORIES
-from eqa_runner.tasks.openeqa_em import load_questions as load_openeqa
 from eqa_runner.tasks.scenes import scene_problems, simulator_stub
 from eqa_runner.types import Episode
 
@@ -172,6 +173,10 @@ def load_aeqa(
 class AEQATask(Task):
     """A-EQA: the 184 active-mode questions of OpenEQA, from recorded start poses."""
 
+    provides = frozenset(
+        {cap.QUESTION, cap.OPEN_ANSWER, cap.SIMULATOR, cap.PROTOCOL, cap.REFERENCE_PATH}
+    )
+
     def __init__(
         self,
         data_dir: str,
@@ -186,12 +191,10 @@ class AEQATask(Task):
         check_data: bool = AEQATaskConfig.check_data,
         simulator: str = "eqa_runner.sim.mesh.MeshSimulator",  # the config: ${sim._target_}
         name: str = AEQATaskConfig.name,
-        policies: Sequence[str] = AEQA_POLICIES,
-        judges: Sequence[str] = (),  # judges whose metrics fit (checked by the run at start)
     ) -> None:
         if split not in AEQA_SPLITS:
             raise DataError(f"task.split={split!r}: expected one of {', '.join(AEQA_SPLITS)}.")
-        self.name, self.policies, self.judges = name, tuple(policies), tuple(judges)
+        self.name = name
         self.split, self.check_data = split, check_data
         self.data_dir = Path(data_dir)
         self.poses_file = Path(poses_file or self.data_dir / POSES_FILE)

@@ -7,12 +7,15 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from eqa_runner import capabilities as cap
+from eqa_runner.benchmarks.openeqa_em.config import LLMMatchJudgeConfig as Schema
 from eqa_runner.llm import OFFLINE_TAG, LLMClient, RequestEstimate, user
-from eqa_runner.prompts import load_prompt
+from eqa_runner.prompts import load_prompt, shipped_dir
 from eqa_runner.scoring.aggregate import breakdown, clusters_of, interval_of
 from eqa_runner.scoring.base import Judge
-from eqa_runner.scoring.config import LLMMatchJudgeConfig as Schema
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
+
+PROMPTS = shipped_dir(__file__)  # the prompt files shipped in this package
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +78,8 @@ def strip_after_last_period(prediction: str) -> str:
 class LLMMatchJudge(Judge):
     """OpenEQA's LLM-Match with the extra-answers prompt variant and tolerant parsing."""
 
+    reads = frozenset({cap.QUESTION, cap.OPEN_ANSWER})
+
     name = "llm_match"
     headline = "llm_match"
 
@@ -101,7 +106,7 @@ class LLMMatchJudge(Judge):
         self, episode: Episode, prediction: str, prompts_dir: str | None
     ) -> list[dict[str, Any]]:
         extra = episode.extra_answers
-        prompt = load_prompt("openeqa", PROMPT_EXTRA if extra else PROMPT, prompts_dir)
+        prompt = load_prompt(PROMPTS, PROMPT_EXTRA if extra else PROMPT, prompts_dir)
         text = prompt.format(
             question=episode.question,
             answer=episode.answer,
@@ -176,4 +181,4 @@ class LLMMatchJudge(Judge):
         return [RequestEstimate("judge", self._messages(episode, episode.answer, prompts_dir))]
 
     def prompts(self, prompts_dir: str | None) -> dict[str, dict[str, object]]:
-        return {n: load_prompt("openeqa", n, prompts_dir).record() for n in (PROMPT, PROMPT_EXTRA)}
+        return {n: load_prompt(PROMPTS, n, prompts_dir).record() for n in (PROMPT, PROMPT_EXTRA)}

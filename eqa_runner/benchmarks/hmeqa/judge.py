@@ -4,7 +4,7 @@ Per episode: ``accuracy`` 1/0 (an unparsable answer, ``prediction`` null, is cou
 ``unparsable`` and scores 0: it is never mapped to a letter), and, when the exploration recorded
 per-step answers and confidences, upstream's two aggregate rules recomputed from those steps:
 ``success_weighted`` (argmax_k max_t r_t·p_t[k]) and ``success_max`` (the answer at the most
-confident step), :mod:`eqa_runner.llm.choice_rules`. The run's own answer is the one of
+confident step), :mod:`eqa_runner.benchmarks.hmeqa.choice_rules`. The run's own answer is the one of
 ``protocol.answer_rule``; both rules are always reported.
 """
 
@@ -14,12 +14,13 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from eqa_runner import capabilities as cap
+from eqa_runner.benchmarks.hmeqa.choice_rules import apply_rule
+from eqa_runner.benchmarks.hmeqa.config import HMEQAJudgeConfig as Schema
 from eqa_runner.llm import LLMClient
 from eqa_runner.llm.choice import option_letters, parse_choice
-from eqa_runner.llm.choice_rules import apply_rule
 from eqa_runner.scoring.aggregate import breakdown, clusters_of, interval_of, mean_with_ci
 from eqa_runner.scoring.base import Judge
-from eqa_runner.scoring.config import HMEQAJudgeConfig as Schema
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
 
 PADDING = "(Do not choose this option)"
@@ -53,6 +54,8 @@ def rule_metrics(
 
 class HMEQAJudge(Judge):
     """Exact match against the answer letter, with upstream's per-step rules."""
+
+    reads = frozenset({cap.CHOICES, cap.TRAJECTORY})
 
     name = "hmeqa"
     headline = "accuracy"

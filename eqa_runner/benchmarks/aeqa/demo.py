@@ -31,12 +31,13 @@ from typing import Any
 
 import numpy as np
 
+from eqa_runner.benchmarks.aeqa.task import OPENEQA_FILE, PATH_LENGTHS_FILE, POSES_FILE
+from eqa_runner.benchmarks.openeqa_em.demo import _openeqa_questions
 from eqa_runner.demo.apartment import generate_apartment
-from eqa_runner.demo.datasets import _openeqa_questions, _scene_sim, _visible_ids, _walkthrough
+from eqa_runner.demo.datasets import _scene_sim, _visible_ids, _walkthrough
 from eqa_runner.sim import geometry as geo
 from eqa_runner.sim.base import SceneSpec, SensorSpec
 from eqa_runner.sim.mesh import MeshSimulator
-from eqa_runner.tasks.aeqa import OPENEQA_FILE, PATH_LENGTHS_FILE, POSES_FILE
 
 IDS_FILE = "open-eqa-v0-184-questions.json"
 FIRST_SCENE = 810  # HM3D val numbering (>= 800), apart from the EXPRESS demo's 00800-...

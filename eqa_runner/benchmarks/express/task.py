@@ -23,11 +23,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from eqa_runner import capabilities as cap
+from eqa_runner.benchmarks.express.config import EXPRESS_SPLITS as SPLITS
+from eqa_runner.benchmarks.express.config import ExpressTaskConfig
 from eqa_runner.errors import DataError
 from eqa_runner.sim.base import parse_scene_id
 from eqa_runner.tasks.base import Task
-from eqa_runner.tasks.config import EXPRESS_POLICIES, ExpressTaskConfig
-from eqa_runner.tasks.config import EXPRESS_SPLITS as SPLITS
 from eqa_runner.tasks.scenes import scene_key, scene_problems, simulator_stub
 from eqa_runner.types import Episode
 
@@ -193,6 +194,8 @@ def load_questions(path: Path) -> list[Episode]:
 class ExpressTask(Task):
     """EXPRESS-Bench: explore an HM3D scene from a recorded start pose, then answer."""
 
+    provides = frozenset({cap.QUESTION, cap.OPEN_ANSWER, cap.SIMULATOR, cap.PROTOCOL, cap.GOAL})
+
     def __init__(
         self,
         data_dir: str,
@@ -204,12 +207,8 @@ class ExpressTask(Task):
         check_data: bool = ExpressTaskConfig.check_data,
         simulator: str = "eqa_runner.sim.mesh.MeshSimulator",  # the config: ${sim._target_}
         name: str = ExpressTaskConfig.name,
-        policies: Sequence[str] = EXPRESS_POLICIES,
-        judges: Sequence[str] = (),  # judges whose metrics fit (checked by the run at start)
     ) -> None:
         self.name = name
-        self.policies = tuple(policies)
-        self.judges = tuple(judges)
         self.data_dir = Path(data_dir)
         self.questions_file = (
             Path(questions_file) if questions_file else (self.data_dir / QUESTIONS_FILE)

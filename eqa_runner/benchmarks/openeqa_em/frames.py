@@ -1,51 +1,31 @@
-"""Frame baselines: single frame and multi-frame VLM (OpenEQA EM-EQA)."""
+"""Frame baselines: single frame and multi-frame VLM on an episode's recorded frames."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-import numpy as np
-
+from eqa_runner import capabilities as cap
+from eqa_runner.benchmarks.openeqa_em.config import FramesPolicyConfig
 from eqa_runner.images import image_size, load_frame, mime_of, resized_size
 from eqa_runner.llm import OFFLINE_TAG, ImagePart, RequestEstimate, user
 from eqa_runner.policies.base import Policy
-from eqa_runner.policies.config import IMAGE_FORMATS, STRATEGIES, FramesPolicyConfig
+from eqa_runner.policies.config import IMAGE_FORMATS, STRATEGIES
 from eqa_runner.policies.context import EpisodeContext
-from eqa_runner.prompts import load_prompt
+from eqa_runner.policies.frame_memory import select_indices
+from eqa_runner.prompts import load_prompt, shipped_dir
 from eqa_runner.types import Episode, Prediction
+
+PROMPTS = shipped_dir(__file__)  # the prompt files shipped in this package
 
 PROMPT = "gpt4v"
 SPLIT = "User Query:"
 
 
-def select_indices(n: int, k: int, strategy: str) -> list[int]:
-    """Indices of the frames to show, sorted and unique (at most ``n``)."""
-    if n <= 0:
-        return []
-    k = max(1, min(k, n))
-    if strategy == "middle":
-        idx = [n // 2] if k == 1 else np.round(np.linspace(0, n - 1, k)).astype(int).tolist()
-    elif strategy == "linspace":
-        idx = np.round(np.linspace(0, n - 1, k)).astype(int).tolist()
-    elif strategy == "stride":
-        step = max(1, n // k)
-        idx = list(range(0, n, step))[:k]
-    elif strategy == "first_last_middle":
-        anchors = {1: [n // 2], 2: [0, n - 1]}.get(k, [0, n // 2, n - 1])
-        chosen = set(anchors)
-        while len(chosen) < k:  # k <= n, so a gap of >= 2 exists until k frames are chosen
-            pts = sorted(chosen)
-            _, a, b = max((b - a, a, b) for a, b in zip(pts, pts[1:], strict=False))
-            chosen.add((a + b) // 2)  # fill the widest gap: extra frames spread evenly
-        idx = sorted(chosen)
-    else:
-        raise ValueError(f"policy.strategy={strategy!r}: expected one of {', '.join(STRATEGIES)}")
-    return sorted(set(int(i) for i in idx))
-
-
 class FramesPolicy(Policy):
     """Shows K frames of the episode to a VLM with the question."""
+
+    needs = frozenset({cap.QUESTION, cap.FRAMES})
 
     def __init__(
         self,
@@ -70,7 +50,7 @@ class FramesPolicy(Policy):
         self.image_format = image_format
 
     def _texts(self, episode: Episode, prompts_dir: str | None) -> tuple[str, str]:
-        prompt = load_prompt("openeqa", PROMPT, prompts_dir)
+        prompt = load_prompt(PROMPTS, PROMPT, prompts_dir)
         if SPLIT not in prompt.text:
             raise ValueError(f"{prompt.path}: the multi-frame prompt must contain '{SPLIT}'")
         prefix, suffix = prompt.text.split(SPLIT, 1)
@@ -120,4 +100,4 @@ class FramesPolicy(Policy):
         return [RequestEstimate("policy", [user(prefix, suffix)], [size] * len(idx))]
 
     def prompts(self, prompts_dir: str | None) -> dict[str, dict[str, object]]:
-        return {PROMPT: load_prompt("openeqa", PROMPT, prompts_dir).record()}
+        return {PROMPT: load_prompt(PROMPTS, PROMPT, prompts_dir).record()}

@@ -36,14 +36,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from eqa_runner import capabilities as cap
+from eqa_runner.benchmarks.aeqa.config import AEQA_MISSING_RULES, AEQA_PATH_LENGTHS
+from eqa_runner.benchmarks.aeqa.config import AEQAJudgeConfig as Schema
+from eqa_runner.benchmarks.openeqa_em.llm_match import LLMMatchJudge
 from eqa_runner.errors import ConfigError
 from eqa_runner.llm import LLMClient
 from eqa_runner.records import EPISODES_FILE, SUMMARY_FILE, final_records, read_records
 from eqa_runner.scoring.aggregate import clusters_of, interval_of
-from eqa_runner.scoring.config import AEQA_MISSING_RULES, AEQA_PATH_LENGTHS
-from eqa_runner.scoring.config import AEQAJudgeConfig as Schema
 from eqa_runner.scoring.efficiency import llm_match_spl, path_weight
-from eqa_runner.scoring.llm_match import LLMMatchJudge
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
 
 log = logging.getLogger(__name__)
@@ -94,6 +95,8 @@ def load_blind_scores(source: Path) -> tuple[dict[str, int], str | None]:
 
 class AEQAJudge(LLMMatchJudge):
     """LLM-Match with the A-EQA path-efficiency weight (see the module docstring)."""
+
+    reads = frozenset({cap.QUESTION, cap.OPEN_ANSWER, cap.REFERENCE_PATH})
 
     name = "aeqa"
     headline = "llm_match"

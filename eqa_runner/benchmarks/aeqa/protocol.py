@@ -16,7 +16,7 @@ step budget, stop when the view suffices, answer in free form from a frame memor
 The trace of each episode records the memory (frames offered, the steps of the frames sent, their
 size), the reference path length ``l`` of the episode and, beside the loop's geodesic
 ``path_len``, the top-down Euclidean length of the same hops (``path_len_xz``, 3D-Mem's way of
-measuring). The judge (:mod:`eqa_runner.scoring.aeqa`) reads both lengths from the trace.
+measuring). The judge (:mod:`eqa_runner.benchmarks.aeqa.judge`) reads both lengths from the trace.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from eqa_runner.benchmarks.aeqa.config import AEQAProtocolConfig as Schema
 from eqa_runner.images import resized_size
 from eqa_runner.llm import OFFLINE_TAG, ImagePart, Message, RequestEstimate, system, user
-from eqa_runner.policies.config import AEQAProtocolConfig as Schema
 from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.policies.exploration import AnswerStep, Exploration
 from eqa_runner.policies.frame_memory import FrameMemory
@@ -38,10 +38,12 @@ from eqa_runner.policies.protocol import (
     ExploreProtocol,
     is_yes,
 )
-from eqa_runner.prompts import Prompt, load_prompt, split_prompt
+from eqa_runner.prompts import Prompt, load_prompt, shipped_dir, split_prompt
 from eqa_runner.records import artifact_name
 from eqa_runner.sim.base import Observation
 from eqa_runner.types import Episode
+
+PROMPTS = shipped_dir(__file__)  # the prompt files shipped in this package
 
 STOP_PROMPT, ANSWER_PROMPT = "stop", "answer"
 _MEMORY_ATTR = "aeqa_memory"  # the episode's FrameMemory, kept on its Exploration
@@ -52,7 +54,7 @@ def aeqa_prompt(name: str, prompts_dir: str | None) -> tuple[str, str, Prompt]:
     file exists (upstream has no A-EQA prompts, so an OpenEQA ``prompts.dir`` holds none), else
     the project's own ``eqa_runner/prompts/aeqa/<name>.txt``."""
     own = prompts_dir if prompts_dir and (Path(prompts_dir) / f"{name}.txt").is_file() else None
-    prompt = load_prompt("aeqa", name, own)
+    prompt = load_prompt(PROMPTS, name, own)
     sys_text, user_text = split_prompt(prompt.text)
     return sys_text, user_text, prompt
 

@@ -27,11 +27,12 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any, Literal
 
+from eqa_runner import capabilities as cap
+from eqa_runner.benchmarks.express.config import INF_POLICIES, EACJudgeConfig
+from eqa_runner.benchmarks.express.protocol import express_prompt
 from eqa_runner.llm import OFFLINE_TAG, ImagePart, LLMClient, Message, RequestEstimate, system, user
-from eqa_runner.prompts import express_prompt
 from eqa_runner.scoring.aggregate import clusters_of, interval_of
 from eqa_runner.scoring.base import Judge
-from eqa_runner.scoring.config import INF_POLICIES, EACJudgeConfig
 from eqa_runner.scoring.efficiency import path_weight
 from eqa_runner.sim.config import SimConfig
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
@@ -116,6 +117,8 @@ def _num(v: Any) -> float:
 
 class EACJudge(Judge):
     """EXPRESS-Bench EAC judge: σ (grounding in the final frame) and δ (correctness)."""
+
+    reads = frozenset({cap.QUESTION, cap.OPEN_ANSWER, cap.GOAL, cap.TRAJECTORY, cap.FINAL_FRAME})
 
     name = "eac"
     headline = "C"

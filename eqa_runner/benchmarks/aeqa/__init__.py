@@ -1,0 +1,16 @@
+"""A-EQA: OpenEQA's active mode, explore an HM3D scene, answer in free form (docs: docs/aeqa.md)."""
+
+from eqa_runner.benchmarks.aeqa.config import SCHEMAS
+from eqa_runner.registry import Benchmark
+
+BENCHMARK = Benchmark(
+    name="aeqa",
+    title="A-EQA: OpenEQA's active mode, explore an HM3D scene, answer in free form",
+    task="eqa_runner.benchmarks.aeqa.task.AEQATask",
+    judge="aeqa",
+    protocol="aeqa",
+    schemas=SCHEMAS,
+    data="eqa_runner.benchmarks.aeqa.data",
+    demo="eqa_runner.benchmarks.aeqa.demo.write_aeqa_demo",
+    docs="docs/aeqa.md",
+)

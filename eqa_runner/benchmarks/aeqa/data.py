@@ -1,0 +1,72 @@
+"""``python -m eqa_runner.data check aeqa``: every question has a start pose, a reference path
+length and its HM3D scene (A-EQA publishes no download of its own: docs/aeqa.md)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from eqa_runner.data.checks import HM3D_INSTRUCTIONS, CheckReport, check_scene_files
+
+
+def check_aeqa(
+    data_dir: Path, questions_file: Path | None = None, scenes_dir: Path | None = None
+) -> CheckReport:
+    """Every A-EQA question has a start pose, a reference path length and its scene (a ``.glb``
+    + ``.navmesh``, or a demo ``.glb`` with its ``.scene.json``): each problem listed."""
+    from eqa_runner.benchmarks.aeqa.task import AEQATask, load_aeqa, load_path_lengths
+
+    task = AEQATask(str(data_dir), str(questions_file) if questions_file else None,
+                    scenes_dir=str(scenes_dir) if scenes_dir else None)  # fmt: skip
+    lengths: dict[str, float] = {}
+    rep = CheckReport("aeqa")
+    if task.path_lengths_file.is_file():
+        lengths = load_path_lengths(task.path_lengths_file)
+    else:
+        rep.missing.append(f"{task.path_lengths_file} (reference path lengths; every question)")
+    no_pose: list[str] = []
+    eps = load_aeqa(task.questions_file, task.openeqa_file, task.poses_file, lengths, no_pose)
+    rep.questions = len(eps) + len(no_pose)
+    rep.missing += [f"question {q}: no start pose in {task.poses_file}" for q in no_pose]
+    if lengths:
+        rep.missing += [
+            f"question {e.episode_id}: no reference path length in {task.path_lengths_file}"
+            for e in eps
+            if e.meta["reference_path_length"] is None
+        ]
+    express = check_scene_files(task.scenes_dir, eps, "aeqa")
+    rep.items, rep.stats = express.items, express.stats
+    rep.missing += express.missing
+    rep.broken += express.broken
+    return rep
+
+
+def aeqa_instructions(args: argparse.Namespace, n_scenes: int) -> str:
+    """The HM3D staging steps with A-EQA's scenes dir (every A-EQA scene is a val scene)."""
+    scenes = Path(args.scenes_dir) if args.scenes_dir else Path(args.data_dir) / "scenes"
+    return HM3D_INSTRUCTIONS.format(
+        scenes=scenes, data_dir=args.data_dir, n_val=str(n_scenes), n_train="0", benchmark="aeqa"
+    )
+
+
+# ----------------------------------------------------------------------------- fetch
+
+
+def add_check_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--questions-file", type=Path, default=None)
+    p.add_argument("--scenes-dir", type=Path, default=None, help="default <data-dir>/scenes")
+
+
+def check(args: argparse.Namespace) -> int:
+    from eqa_runner.errors import DataError
+
+    try:
+        rep = check_aeqa(Path(args.data_dir), args.questions_file, args.scenes_dir)
+    except DataError as e:
+        print(f"FAILED: {e}")
+        return 1
+    print(rep.render())
+    if not rep.ok and any(m.startswith("scene ") for m in rep.missing):
+        steps = aeqa_instructions(args, rep.items)
+        print(f"\nTo stage the scenes (HM3D v0.2 val; see docs/aeqa.md):\n{steps}")
+    return 0 if rep.ok else 1

@@ -1,0 +1,150 @@
+"""``python -m eqa_runner.data fetch|check hmeqa``: explore-eqa's two CSV files (downloaded),
+the HM3D train scenes (licensed: staging steps printed) and their check."""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from eqa_runner.data.checks import (
+    GLB_SUFFIXES,
+    NAVMESH_SUFFIXES,
+    CheckReport,
+    fetch_raw_files,
+    find_scene,
+)
+
+HMEQA_BASE_URL = (
+    "https://raw.githubusercontent.com/Stanford-ILIAD/explore-eqa/"
+    "18381da3370c5f7729594f10ebc49b5644bbb88c/"
+)
+HMEQA_FILES = ("data/questions.csv", "data/scene_init_poses.csv")
+HMEQA_INSTRUCTIONS = """\
+HM-EQA's scenes are HM3D v0.2 train scenes, licensed by Matterport: they cannot be downloaded
+here. Accept the terms at https://matterport.com/habitat-matterport-3d-research-dataset, then
+download the train split (glb + habitat navmeshes, hm3d-train-glb-v0.2.tar and
+hm3d-train-habitat-v0.2.tar), e.g. with habitat-sim's downloader:
+
+  python -m habitat_sim.utils.datasets_download --username <id> --password <secret> \\
+      --uids hm3d_train_v0.2 --data-path <download dir>
+
+({n_scenes} scenes are referenced by the question file.) Put each scene at
+
+  {scenes}/<NNNNN-id>/<id>.basis.glb
+  {scenes}/<NNNNN-id>/<id>.basis.navmesh
+
+e.g. {scenes}/00004-VqCaAuuoeWk/VqCaAuuoeWk.basis.glb (a symlink works: ln -s
+<download dir>/hm3d/train {scenes}). Then run
+`python -m eqa_runner.data check hmeqa --data-dir {data_dir}`.
+"""
+
+
+def hmeqa_raw_files(data_dir: Path) -> dict[str, Path]:
+    return {rel: data_dir / rel.rsplit("/", 1)[-1] for rel in HMEQA_FILES}
+
+
+def hmeqa_instructions(data_dir: Path) -> str:
+    n_scenes = "?"
+    try:
+        from eqa_runner.benchmarks.hmeqa.task import HMEQATask
+
+        n_scenes = str(len({e.scene for e in HMEQATask(str(data_dir)).load_episodes()}))
+    except Exception:
+        pass
+    return HMEQA_INSTRUCTIONS.format(
+        scenes=Path(data_dir) / "scenes", data_dir=data_dir, n_scenes=n_scenes
+    )
+
+
+def check_hmeqa(
+    data_dir: Path,
+    questions_file: Path | None = None,
+    scenes_dir: Path | None = None,
+    poses_file: Path | None = None,
+) -> tuple[CheckReport, list[str]]:
+    """Both CSV files load (every question's scene floor has a start pose) and every scene has
+    a ``.basis.glb`` + ``.basis.navmesh`` (or a demo ``.glb`` with its ``.scene.json``).
+    Returns the report and notes (category counts, padding, answers on a padding option)."""
+    from eqa_runner.benchmarks.hmeqa.task import HMEQATask
+
+    data_dir = Path(data_dir)
+    task = HMEQATask(
+        str(data_dir),
+        questions_file=str(questions_file) if questions_file else None,
+        poses_file=str(poses_file) if poses_file else None,
+        scenes_dir=str(scenes_dir) if scenes_dir else None,
+    )
+    eps = task.load_episodes()
+    rep = CheckReport("hmeqa", questions=len(eps))
+    by_scene: dict[str, list] = defaultdict(list)
+    for e in eps:
+        by_scene[e.scene].append(e)
+    rep.items = len(by_scene)
+    st = rep.stats.setdefault("all", {"expected": len(by_scene), "present": 0, "questions": 0})
+    st["questions"] = len(eps)
+    for scene in sorted(by_scene):
+        glb = find_scene(task.scenes_dir, scene, GLB_SUFFIXES)
+        nav = find_scene(task.scenes_dir, scene, NAVMESH_SUFFIXES)
+        demo = find_scene(task.scenes_dir, scene, (".scene.json",))
+        files = [glb] if glb and demo and not nav else [glb, nav]
+        if not all(files):
+            what = "mesh (.basis.glb)" if not glb else "navmesh (.basis.navmesh)"
+            rep.missing.append(
+                f"scene {scene}: no {what} under {task.scenes_dir} "
+                f"({len(by_scene[scene])} questions)"
+            )
+            continue
+        empty = [str(p) for p in files if p is not None and p.stat().st_size == 0]
+        if empty:
+            rep.broken.extend(f"{p}: empty file" for p in empty)
+            continue
+        st["present"] += 1
+    cats = Counter(e.category for e in eps)
+    padded = Counter(len(e.meta["padding"]) for e in eps)
+    on_pad = [e for e in eps if e.meta.get("answer_is_padding")]
+    notes = [
+        f"{len({e.meta['scene_floor'] for e in eps})} scene floors; categories: "
+        + ", ".join(f"{c} {n}" for c, n in sorted(cats.items())),
+        "padding options per question: "
+        + ", ".join(f"{k}: {n}" for k, n in sorted(padded.items())),
+    ]
+    for e in on_pad:  # upstream's one such row is kept (docs/hmeqa.md)
+        notes.append(
+            f"note: question {e.episode_id} ({e.scene} floor {e.meta['floor']}) has its answer "
+            "on a padding option; kept as in upstream"
+        )
+    return rep, notes
+
+
+def add_fetch_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--base-url", default=HMEQA_BASE_URL, help="raw-file base URL of upstream")
+    p.add_argument("--force", action="store_true", help="re-download existing raw files")
+
+
+def fetch(args: argparse.Namespace) -> int:
+    """The question and pose files; the scenes are licensed (staging steps printed)."""
+    data_dir = Path(args.data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    fetch_raw_files(args.base_url, hmeqa_raw_files(data_dir), force=args.force)
+    print(hmeqa_instructions(data_dir))
+    return 0
+
+
+def add_check_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--questions-file", type=Path, default=None)
+    p.add_argument("--scenes-dir", type=Path, default=None, help="default <data-dir>/scenes")
+
+
+def check(args: argparse.Namespace) -> int:
+    from eqa_runner.errors import DataError
+
+    try:
+        rep, notes = check_hmeqa(Path(args.data_dir), args.questions_file, args.scenes_dir)
+    except DataError as e:
+        print(f"FAILED: {e}")
+        return 1
+    print("\n".join([rep.render(), *notes]))
+    if not rep.ok and rep.missing:
+        print(f"\nTo stage the scenes:\n{hmeqa_instructions(Path(args.data_dir))}")
+    return 0 if rep.ok else 1

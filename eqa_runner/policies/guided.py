@@ -1,0 +1,126 @@
+"""``GuidedExplorePolicy``: the exploration loop with a stop rule that can read a guided
+proposer's stop confidence (``policy=vlm_explore | vlm_waypoint``)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from eqa_runner.errors import ConfigError
+from eqa_runner.llm import (
+    RequestEstimate,
+)
+from eqa_runner.policies.config import (
+    STOP_RULES,
+    ExplorePolicyConfig,
+    GuidedPolicyConfig,
+)
+from eqa_runner.policies.context import EpisodeContext
+from eqa_runner.policies.exploration import Exploration
+from eqa_runner.policies.explore import ExplorePolicy
+from eqa_runner.policies.proposer import (
+    GuidedProposer,
+    StepView,
+    WaypointProposer,
+)
+from eqa_runner.policies.protocol import ExploreProtocol
+from eqa_runner.policies.vlm_questions import CONFIDENT_STOP, _r
+from eqa_runner.sim.config import SimConfig
+from eqa_runner.types import Episode
+
+
+class GuidedExplorePolicy(ExplorePolicy):
+    """The exploration loop with a stop rule that can read a guided proposer's confidence.
+
+    ``stop_rule``: ``protocol`` — the task protocol's per-step check decides (as ``re``/``fbe``);
+    ``confidence`` — stop when the proposer's stop confidence reaches ``stop_threshold``;
+    ``either`` — whichever says stop first. With ``protocol_check`` (default) the protocol's
+    per-step question is asked every step under every rule (a protocol may record its per-step
+    answer there); ``false`` skips it under ``confidence`` (saves a stop check call per step).
+    """
+
+    def __init__(
+        self,
+        name: str = "vlm_explore",
+        proposer: Callable[[], WaypointProposer] | None = None,
+        stop_rule: str = GuidedPolicyConfig.stop_rule,
+        stop_threshold: float = GuidedPolicyConfig.stop_threshold,
+        protocol_check: bool = GuidedPolicyConfig.protocol_check,
+        stop_model: str | None = ExplorePolicyConfig.stop_model,
+        max_steps: int | None = ExplorePolicyConfig.max_steps,
+        step_ratio: float = ExplorePolicyConfig.step_ratio,
+        black_pixel_ratio: float = ExplorePolicyConfig.black_pixel_ratio,
+        fallback_radius_m: float = ExplorePolicyConfig.fallback_radius_m,
+        stop_match: str = ExplorePolicyConfig.stop_match,
+        unreachable_hop: str = ExplorePolicyConfig.unreachable_hop,
+        estimate_steps: int = ExplorePolicyConfig.estimate_steps,
+        image_size: tuple[int, int] = (SimConfig.width, SimConfig.height),
+        protocol: ExploreProtocol | None = None,
+    ) -> None:
+        if stop_rule not in STOP_RULES:
+            raise ConfigError(f"policy.stop_rule={stop_rule!r}: expected one of {STOP_RULES}")
+        super().__init__(
+            name, proposer, stop_model, max_steps, step_ratio, black_pixel_ratio,
+            fallback_radius_m, stop_match, unreachable_hop, estimate_steps, image_size,
+            protocol,
+        )  # fmt: skip
+        self.stop_rule = stop_rule
+        self.stop_threshold = float(stop_threshold)
+        self.protocol_check = bool(protocol_check) or stop_rule == "protocol"
+
+    async def check_step(self, x: Exploration, view: StepView, ctx: EpisodeContext) -> bool:
+        """The stop confidence and the protocol's check (concurrently), combined by the rule."""
+        rec = view.record
+        conf_task = (
+            x.proposer.assess(view, ctx) if isinstance(x.proposer, GuidedProposer) else _none()
+        )
+        proto_task = (
+            self.protocol.check_step(self, x, rec, ctx) if self.protocol_check else _false()
+        )
+        t0 = time.perf_counter()
+        conf, proto = await asyncio.gather(conf_task, proto_task)
+        confident = conf is not None and conf >= self.stop_threshold
+        rec["stop_confidence"] = _r(conf)
+        rec["confident"] = bool(confident)
+        if self.protocol_check:
+            rec["protocol_stop"] = bool(proto)
+        rec["t_check_s"] = round(time.perf_counter() - t0, 4)
+        if self.stop_rule == "protocol":
+            return bool(proto)
+        stop = confident if self.stop_rule == "confidence" else confident or bool(proto)
+        if stop and (self.stop_rule == "confidence" or not proto):
+            x.stop_reason = CONFIDENT_STOP
+        return bool(stop)
+
+    def estimate_requests(
+        self, episode: Episode, task: Any, prompts_dir: str | None
+    ) -> list[RequestEstimate]:
+        """The protocol's requests (its per-step question only when asked) plus the proposer's
+        extra questions, every step of ``max_steps`` (else ``estimate_steps``)."""
+        n = int(self.max_steps) if self.max_steps else self.estimate_steps
+        base = self.protocol.estimate_requests(
+            self, episode, prompts_dir, n if self.protocol_check else 0
+        )
+        proposer = self.proposer_factory()
+        extra: list[RequestEstimate] = []
+        step_requests = getattr(proposer, "step_requests", None)
+        if callable(step_requests):
+            extra = list(step_requests(episode, self.image_size)) * n
+        return extra + base
+
+    def prompts(self, prompts_dir: str | None) -> dict[str, dict[str, object]]:
+        out = dict(self.protocol.prompts(prompts_dir))
+        records = getattr(self.proposer_factory(), "prompt_records", None)
+        if callable(records):
+            out.update(records())
+        return out
+
+
+async def _none() -> None:
+    return None
+
+
+async def _false() -> bool:
+    return False
