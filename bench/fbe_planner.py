@@ -15,7 +15,9 @@ Modes: ``fbe`` (frustum-restricted fusion, compiled numba kernel: the default),
 (the same proposer fusing the upstream way: every voxel of the volume projected each frame;
 numpy here, numba upstream), ``fbe/margin-0.5+3m`` (the planner defaults before issue 13: a
 0.5 m margin around the navmesh bounds and hops cut at 3 m of path; now upstream's margin 0 and
-30 path nodes) and ``re`` (random hops within 3 m, forward view only, fused only
+30 path nodes), ``fbe/pre-24`` (the planner's own rules that issue 24 turned into options:
+Generator draws, wrapped angle against the agent's yaw, random-hop fallback, MCP hop paths,
+commits dropped off the island) and ``re`` (random hops within 3 m, forward view only, fused only
 to measure coverage). The numba kernel is loaded (compiled on a fresh install) before any
 timing; that one-off cost is printed separately.
 """
@@ -144,6 +146,15 @@ def run_episode(sim, mode: str, start: np.ndarray, seed: int, steps: int, look: 
         planner = {}
         if mode == "fbe/margin-0.5+3m":  # the defaults before issue 13
             planner = {"bounds_margin": 0.5, "hop_rule": "path_length"}
+        if mode == "fbe/pre-24":  # the project's rules, options since issue 24
+            planner = {
+                "random_source": "generator",
+                "angle_wrap": True,
+                "penalty_yaw": "agent",
+                "fallback": "random_hop",
+                "hop_path": "mcp",
+                "keep_commit": "on_island",
+            }
         prop = FrontierProposer(planner=planner, look_around_deg=look)
         tracker = prop.planner
     prop.reset(ep, sim, rng)

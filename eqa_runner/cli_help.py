@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from eqa_runner.registry import benchmarks
+from eqa_runner.registry import benchmarks, config_paths
 
 CONF = Path(__file__).resolve().parent / "conf"
 GROUPS = ("task", "policy", "llm", "judge", "sim", "experiment", "hydra/launcher")
@@ -29,7 +29,7 @@ def render_help() -> str:
         "",
     ]
     for group in GROUPS:
-        options = sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+        options = group_options(group)
         if options:
             lines.append(f"{group}: {', '.join(options)}")
     lines += ["", "== Benchmarks ==", *benchmark_lines()]
@@ -43,6 +43,12 @@ def render_help() -> str:
         help_cfg.get("footer", "").rstrip(),
     ]
     return "\n".join(lines) + "\n"
+
+
+def group_options(group: str) -> list[str]:
+    """A group's options: eqa_runner's own and those of installed plugins' config dirs."""
+    dirs = [CONF, *config_paths()]
+    return sorted({p.stem for d in dirs for p in (d / group).glob("*.yaml")})
 
 
 def benchmark_lines() -> list[str]:

@@ -7,15 +7,22 @@ its own through the entry-point group :data:`ENTRY_POINT_GROUP` (the entry point
 descriptor, ``my_pkg.bench:BENCHMARK``). The descriptor holds its schemas (cheap dataclasses)
 and dotted paths for everything heavy (task class, data check, demo writer), resolved on use,
 so listing benchmarks imports no numpy, simulator or model client.
+
+A package that adds components without a benchmark (policies, judges, simulator backends)
+names a :class:`Plugin` (its config dir and schemas) in :data:`PLUGIN_ENTRY_POINT_GROUP`.
+Both kinds of config dir go on Hydra's search path (:func:`config_dirs`), their schemas into the
+ConfigStore (:func:`schemas`); docs/extending.md says how to write one.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pkgutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from eqa_runner.errors import ConfigError
@@ -71,6 +78,23 @@ def resolve(path: str) -> Any:
     return getattr(importlib.import_module(mod), attr)
 
 
+@dataclass(frozen=True)
+class Plugin:
+    """An installed package's components without a benchmark of their own: policies, judges,
+    simulator backends (or presets) as options of its config dir, and their schemas.
+
+    The entry point of group :data:`PLUGIN_ENTRY_POINT_GROUP` names it (``my_lab:PLUGIN``).
+    """
+
+    name: str
+    conf_dir: str  # a Hydra config dir laid out like eqa_runner/conf (``pkg://my_lab.conf``)
+    schemas: Mapping[str, Mapping[str, type]] = field(default_factory=dict)  # group -> nodes
+    title: str = ""
+
+
+PLUGIN_ENTRY_POINT_GROUP = "eqa_runner.plugins"
+
+
 @lru_cache(maxsize=1)
 def benchmarks() -> tuple[Benchmark, ...]:
     """Every benchmark: the built-ins, then those of installed packages (entry points)."""
@@ -79,21 +103,48 @@ def benchmarks() -> tuple[Benchmark, ...]:
     for info in pkgutil.iter_modules(pkg.__path__):
         if info.ispkg:
             _add(found, importlib.import_module(f"{BUILTIN_PACKAGE}.{info.name}").BENCHMARK)
-    for ep in _entry_points():
-        bench = ep.load()
-        if not isinstance(bench, Benchmark):
-            raise ConfigError(
-                f"entry point {ep.name} = {ep.value} (group {ENTRY_POINT_GROUP}) is a "
-                f"{type(bench).__name__}, not an eqa_runner.registry.Benchmark"
-            )
+    for bench in _load_entry_points(ENTRY_POINT_GROUP, Benchmark):
         _add(found, bench)
     return tuple(found.values())
 
 
-def _entry_points() -> list[Any]:
+@lru_cache(maxsize=1)
+def plugins() -> tuple[Plugin, ...]:
+    """The component plugins of installed packages (entry points), by name."""
+    found: dict[str, Plugin] = {}
+    for plugin in _load_entry_points(PLUGIN_ENTRY_POINT_GROUP, Plugin):
+        if plugin.name in found or any(plugin.name == b.name for b in benchmarks()):
+            raise ConfigError(f"plugin {plugin.name}: the name is taken by another plugin")
+        found[plugin.name] = plugin
+    return tuple(found.values())
+
+
+def _load_entry_points(group: str, kind: type[Any]) -> list[Any]:
+    """The objects the entry points of ``group`` name, each checked to be a ``kind``; a broken
+    plugin is one line naming its entry point and distribution."""
+    out = []
+    for ep in _entry_points(group):
+        dist = getattr(getattr(ep, "dist", None), "name", None) or "its package"
+        try:
+            obj = ep.load()
+        except Exception as e:  # noqa: BLE001 - any import error of a third-party package
+            raise ConfigError(
+                f"entry point {ep.name} = {ep.value} (group {group}, from {dist}) cannot be "
+                f"loaded: {type(e).__name__}: {e}; reinstall or uninstall {dist}"
+            ) from e
+        if not isinstance(obj, kind):
+            raise ConfigError(
+                f"entry point {ep.name} = {ep.value} (group {group}) is a "
+                f"{type(obj).__name__}, not an eqa_runner.registry.{kind.__name__}"
+            )
+        out.append(obj)
+    return out
+
+
+def _entry_points(group: str = ENTRY_POINT_GROUP) -> list[Any]:
     from importlib.metadata import entry_points
 
-    return list(entry_points(group=ENTRY_POINT_GROUP))
+    return sorted(entry_points(group=group), key=lambda ep: ep.name)
 
 
 def _add(found: dict[str, Benchmark], bench: Benchmark) -> None:
@@ -113,8 +164,32 @@ def get(name: str) -> Benchmark:
 
 
 def schemas(group: str) -> dict[str, type]:
-    """The schema nodes of a config group contributed by every benchmark."""
+    """The schema nodes of a config group contributed by every benchmark and plugin."""
     out: dict[str, type] = {}
-    for b in benchmarks():
+    parts: list[Benchmark | Plugin] = [*benchmarks(), *plugins()]
+    for b in parts:
         out.update(b.schemas.get(group, {}))
+    return out
+
+
+def config_dirs() -> list[tuple[str, str]]:
+    """(name, Hydra config dir) of every benchmark and plugin that ships its own config groups;
+    Hydra's search path gets them after eqa_runner's own tree
+    (``hydra_plugins/eqa_runner_plugins``)."""
+    dirs = [(b.name, b.conf_dir) for b in benchmarks() if b.conf_dir]
+    return dirs + [(p.name, p.conf_dir) for p in plugins()]
+
+
+def config_paths() -> list[Path]:
+    """The config dirs of :func:`config_dirs` on the file system (``pkg://a.b`` is the
+    directory of package ``a.b``; ``file://`` is stripped), for listings such as ``--help``."""
+    out = []
+    for _, d in config_dirs():
+        if d.startswith("pkg://"):
+            mod = d[len("pkg://") :].replace("/", ".").strip(".")
+            spec = importlib.util.find_spec(mod)
+            locations = list(spec.submodule_search_locations or []) if spec else []
+            out += [Path(p) for p in locations[:1]]
+        else:
+            out.append(Path(d.removeprefix("file://")))
     return out

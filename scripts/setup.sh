@@ -32,4 +32,11 @@ if ! .venv/bin/python -c "import eqa_runner, litellm, open3d, hydra" >/dev/null 
   .venv/bin/python -m pip install -q -c constraints.txt -e ".[dev]"
   touch .venv/.installed
 fi
+# the benchmark plugins in plugins/ (separate distributions; their tests run with the suite)
+for plugin in plugins/*/; do
+  name=$(basename "$plugin" | tr - _)
+  if ! .venv/bin/python -c "import $name" >/dev/null 2>&1 || [ "$plugin/pyproject.toml" -nt .venv/.installed ]; then
+    .venv/bin/python -m pip install -q --no-deps -e "$plugin"
+  fi
+done
 echo "setup: ok ($(.venv/bin/python --version))"

@@ -12,8 +12,12 @@ from typing import Any
 
 from eqa_runner.schema import bounded, one_of
 
-FALLBACKS = ("random_hop", "turn")
+FALLBACKS = ("turn", "random_hop")
 HOP_RULES = ("path_nodes", "path_length")
+HOP_PATHS = ("dijkstra", "mcp")
+RANDOM_SOURCES = ("upstream", "generator")
+PENALTY_YAWS = ("planned", "agent")
+KEEP_COMMITS = ("always", "on_island")
 
 
 @dataclass
@@ -62,6 +66,16 @@ class FrontierPlannerConfig:
     close_penalty: float = bounded(1e-3, ge=0)  # weight factor for near frontiers already faced
     # "already faced": normal within 30 deg of the yaw
     close_penalty_angle: float = bounded(math.pi / 6, ge=0)
+    # false (upstream): |yaw - normal angle| as is (both atan2 - pi/2, so headings 2 pi apart
+    # count as different); true: the difference wrapped to [-pi, pi)
+    angle_wrap: bool = False
+    # the yaw of the penalty: planned (upstream) = the planner's previous heading, 0 before its
+    # first plan (main.py's init_angle) | agent = the agent's actual yaw
+    penalty_yaw: str = one_of("planned", PENALTY_YAWS)
+    # where the random draws come from (eqa_runner/mapping/streams.py): upstream = Python's
+    # random + numpy's legacy stream, per episode, as upstream consumes them | generator = the
+    # episode's numpy Generator for every draw
+    random_source: str = one_of("upstream", RANDOM_SOURCES)
     # --- pose selection
     frontier_spacing: float = bounded(1.5, ge=0)  # max back-off from the frontier, metres
     min_backtrack: int = bounded(2, ge=0)  # cells the back-off must achieve
@@ -71,8 +85,14 @@ class FrontierPlannerConfig:
     # path_nodes (upstream): cut the island path after max_dist_from_cur / voxel_size nodes
     # (diagonal steps count as one: up to ~4.2 m) | path_length: after max_dist_from_cur metres
     hop_rule: str = one_of("path_nodes", HOP_RULES)
-    # --- no qualifying frontier: random_hop (ours) | turn (upstream: stay in place, turn)
-    fallback: str = one_of("random_hop", FALLBACKS)
+    # path of a cut hop: dijkstra (upstream: from the agent's cell, an unreachable target is
+    # moved to directly) | mcp (from the nearest island cell; unreachable: nearest reachable)
+    hop_path: str = one_of("dijkstra", HOP_PATHS)
+    # a committed far target: always kept (upstream) | on_island: dropped once off the island
+    keep_commit: str = one_of("always", KEEP_COMMITS)
+    # --- no qualifying frontier: turn (upstream: stay in place, random heading) | random_hop
+    # (a random island cell 0.5-3 m away)
+    fallback: str = one_of("turn", FALLBACKS)
     # --- semantic weighting (explore-eqa's semantic exploration; off = fbe, unchanged). On: a
     # semantic value map (values splatted by policy=vlm_explore, see integrate_semantic) scales
     # each frontier's weight by exp(val[f] / val_T) * exp(val_dir / val_dir_T), from the step

@@ -12,9 +12,10 @@ Semantics follow the TSDF planner of explore-eqa and its successors (written ane
   ``margin_h`` pixels dropped from the top) marks the voxel as explored.
 
 Unlike upstream, only the voxels inside the axis-aligned box that bounds the camera frustum
-(out to the farthest depth + truncation) are projected each frame, by a compiled loop
-(:mod:`eqa_runner.mapping.fuse_kernel`) or a vectorised numpy pass with identical results,
-and the 2D explored map is kept up to date incrementally.
+(out to the farthest depth + truncation; :mod:`eqa_runner.mapping.frustum`) are projected each
+frame, by a compiled loop (:mod:`eqa_runner.mapping.fuse_kernel`) or a vectorised numpy pass
+with identical results, both with upstream's arithmetic (float32 voxel points, float64
+projection), and the 2D explored map is kept up to date incrementally.
 
 Camera poses come in the normal frame with the OpenCV camera convention
 (:func:`eqa_runner.sim.geometry.cam_pose_tsdf`); all frame conversions live in ``sim/geometry.py``.
@@ -25,6 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from eqa_runner.mapping.frustum import Box, box_affine, column_ranges, frustum_box
 
 # --------------------------------------------------------------------------- bounds
 
@@ -54,24 +57,6 @@ def tsdf_bounds(
 # --------------------------------------------------------------------------- volume
 
 
-def _range_max(values: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """max(values[a:b+1]) for arrays of inclusive index ranges (sparse table, O(1) query)."""
-    table = [values]
-    span = 1
-    while 2 * span <= len(values):
-        prev = table[-1]
-        table.append(np.maximum(prev[:-span], prev[span:]))
-        span *= 2
-    b = np.maximum(a, b)
-    level = np.floor(np.log2(b - a + 1)).astype(int)
-    out = np.empty(a.shape, dtype=values.dtype)
-    for lvl in np.unique(level):
-        m = level == lvl
-        row = table[lvl]
-        out[m] = np.maximum(row[a[m]], row[b[m] - (1 << int(lvl)) + 1])
-    return out
-
-
 @dataclass
 class FuseStats:
     """What one :meth:`TSDFVolume.integrate` call touched."""
@@ -91,6 +76,7 @@ class TSDFVolume:
     planner uses) or ``numpy`` (vectorised over the box's candidate voxels: only the oracle
     the compiled loop is tested against; not a config option). Colour fusion
     (``store_color`` with an ``rgb`` frame) always takes the numpy path.
+    The origin is float32, as upstream's, and so is each voxel's sample point.
     """
 
     def __init__(
@@ -109,8 +95,15 @@ class TSDFVolume:
         self.voxel_size = float(voxel_size)
         self.trunc = float(trunc_voxels) * self.voxel_size
         self.dims = np.ceil((b[:, 1] - b[:, 0]) / self.voxel_size).astype(int)
-        self.origin = b[:, 0].astype(np.float64)
+        self.origin = b[:, 0].astype(np.float32).astype(np.float64)
         self.bounds = np.stack([self.origin, self.origin + self.dims * self.voxel_size], axis=1)
+        # per axis, the float32 sample coordinate of each index (upstream's vox2world)
+        self.axis_coords = [
+            (self.origin[a] + self.voxel_size * np.arange(int(d), dtype=np.float64))
+            .astype(np.float32)
+            .astype(np.float64)
+            for a, d in enumerate(self.dims)
+        ]
         shape = tuple(int(d) for d in self.dims)
         self.tsdf = np.full(shape, -1.0, dtype=np.float32)
         self.weight = np.zeros(shape, dtype=np.float32)
@@ -132,44 +125,21 @@ class TSDFVolume:
         """World position of voxel index(es) (..., 3) or (..., 2)."""
         i = np.asarray(idx, dtype=float)
         k = i.shape[-1]
-        return self.origin[:k] + i * self.voxel_size
+        return i * self.voxel_size + self.origin[:k]
 
     def height_index(self, height_above_min: float) -> int:
         """z index of the slice ``height_above_min`` metres above the volume's lowest slice."""
         return int(np.clip(int(height_above_min / self.voxel_size), 0, self.dims[2] - 1))
 
     # ---- fusion
-    def frustum_box(
-        self,
-        max_depth: float,
-        shape: tuple[int, int],
-        intrinsics: np.ndarray,
-        cam_to_world: np.ndarray,
-    ) -> tuple[slice, slice, slice] | None:
+    def frustum_box(self, max_depth: float, shape, intrinsics, cam_to_world) -> Box | None:
         """Grid index box containing every voxel an (H, W) = ``shape`` frame whose farthest
         valid depth is ``max_depth`` can update (None if empty)."""
         if not max_depth > 0:
             return None
         far = float(max_depth) + self.trunc
-        h, w = shape
-        fx, fy = intrinsics[0, 0], intrinsics[1, 1]
-        cx, cy = intrinsics[0, 2], intrinsics[1, 2]
-        us = np.array([-0.5, w - 0.5, -0.5, w - 0.5])
-        vs = np.array([-0.5, -0.5, h - 0.5, h - 0.5])
-        corners = np.stack([(us - cx) / fx * far, (vs - cy) / fy * far, np.full(4, far)], axis=1)
-        corners = np.vstack([corners, np.zeros((1, 3))])
-        world = corners @ cam_to_world[:3, :3].T + cam_to_world[:3, 3]
-        lo = np.floor((world.min(axis=0) - self.origin) / self.voxel_size).astype(int) - 1
-        hi = np.ceil((world.max(axis=0) - self.origin) / self.voxel_size).astype(int) + 2
-        lo = np.clip(lo, 0, self.dims)
-        hi = np.clip(hi, 0, self.dims)
-        if (hi <= lo).any():
-            return None
-        return (
-            slice(int(lo[0]), int(hi[0])),
-            slice(int(lo[1]), int(hi[1])),
-            slice(int(lo[2]), int(hi[2])),
-        )
+        return frustum_box(self.origin, self.voxel_size, self.dims, far, shape, intrinsics,
+                           cam_to_world)  # fmt: skip
 
     def integrate(
         self,
@@ -218,194 +188,64 @@ class TSDFVolume:
             return self._integrate_box_compiled(depth, k, t, box, margin_h, margin_w, obs_weight)
         return self._integrate_box(depth, k, t, box, rgb, margin_h, margin_w, obs_weight)
 
-    def _box_projection(self, k: np.ndarray, t: np.ndarray, box: tuple[slice, ...]):
-        """The box's projection, affine in the voxel index.
-
-        Camera coordinates are ``cam = c0 + i*a[0] + j*a[1] + l*a[2]`` for box index (i, j, l);
-        returns the box corner ``lo``, extent ``n``, ``c0``, ``a``, each column's
-        (u*z, v*z, z) at ``l = 0`` (float64, (n0, n1, 3)) and its change per ``l``.
-        """
-        s = self.voxel_size
-        kc = np.array([[k[0, 0], 0.0, k[0, 2]], [0.0, k[1, 1], k[1, 2]], [0.0, 0.0, 1.0]])
-        rot_t = t[:3, :3].T
-        lo = np.array([box[0].start, box[1].start, box[2].start])
-        n = np.array([box[0].stop, box[1].stop, box[2].stop]) - lo
-        c0 = rot_t @ (self.origin + lo * s - t[:3, 3])
-        a = (rot_t * s).T  # a[axis] = camera-frame step of one voxel along grid axis
-        ii = np.arange(n[0])[:, None, None]
-        jj = np.arange(n[1])[None, :, None]
-        base = (c0 + ii * a[0] + jj * a[1]) @ kc.T
-        return lo, n, c0, a, base, kc @ a[2]
-
-    def _integrate_box_compiled(
-        self,
-        depth: np.ndarray,
-        k: np.ndarray,
-        t: np.ndarray,
-        box: tuple[slice, ...],
-        margin_h: int,
-        margin_w: int,
-        obs_weight: float,
-    ) -> FuseStats:
+    def _integrate_box_compiled(self, depth, k, t, box, margin_h, margin_w, obs_weight):
         from eqa_runner.mapping.fuse_kernel import fuse_box
 
-        lo, n, _, _, base, step = self._box_projection(k, t, box)
+        xs, ys, zs = (c[s] for c, s in zip(self.axis_coords, box, strict=True))
+        lo = np.array([s.start for s in box], dtype=np.int64)
         updated, marked = fuse_box(
-            self.tsdf,
-            self.weight,
-            self.explored,
-            self.explored_2d,
-            depth,
-            int(lo[0]),
-            int(lo[1]),
-            int(lo[2]),
-            int(n[2]),
-            np.ascontiguousarray(base, dtype=np.float32),
-            step.astype(np.float32),
-            np.float32(self.trunc),
-            np.float32(obs_weight),
-            int(margin_h),
-            int(margin_w),
-        )
-        return FuseStats(int(n.prod()), int(updated), int(marked))
+            self.tsdf, self.weight, self.explored, self.explored_2d, depth, lo,
+            xs, ys, zs, np.linalg.inv(t), _pixel_params(k), self.trunc, float(obs_weight),
+            int(margin_h), int(margin_w),
+        )  # fmt: skip
+        return FuseStats(int(len(xs) * len(ys) * len(zs)), int(updated), int(marked))
 
-    def _integrate_box(
-        self,
-        depth: np.ndarray,
-        k: np.ndarray,
-        t: np.ndarray,
-        box: tuple[slice, ...],
-        rgb: np.ndarray | None,
-        margin_h: int,
-        margin_w: int,
-        obs_weight: float,
-        cull_columns: bool = True,
-    ) -> FuseStats:
+    def _integrate_box(self, depth, k, t, box, rgb, margin_h, margin_w, obs_weight):
+        """The numpy oracle of the compiled loop: candidate voxels of the box (per-column
+        frustum ranges), then upstream's per-voxel arithmetic, vectorised."""
         h, w = depth.shape
-        fx, fy, cx, cy = k[0, 0], k[1, 1], k[0, 2], k[1, 2]
-        lo, n, c0, a, base, step = self._box_projection(k, t, box)
-        ii = np.arange(n[0])[:, None]
-        jj = np.arange(n[1])[None, :]
-        if cull_columns:
-            kmin, kmax = self._column_ranges(c0, a, n, fx, fy, cx, cy, h, w, depth)
-        else:
-            kmin = np.zeros((n[0], n[1]), dtype=np.int64)
-            kmax = np.full((n[0], n[1]), n[2] - 1, dtype=np.int64)
+        lo, n, c0, a = box_affine(self.origin, self.voxel_size, t, box)
+        kmin, kmax = column_ranges(c0, a, n, k, depth, self.trunc, self.voxel_size)
         count = np.maximum(kmax - kmin + 1, 0).ravel()
         total = int(count.sum())
         if total == 0:
             return FuseStats(0, 0, 0)
-        # one entry per candidate voxel: its column and its k index (ragged ranges)
-        col = np.repeat(np.arange(count.size, dtype=np.int32), count)
-        first = np.cumsum(count) - count
-        lk = np.arange(total, dtype=np.int32) - np.repeat(
-            (first - kmin.ravel()).astype(np.int32), count
-        )
-        lk_f = lk.astype(np.float32)
-        # intrinsics folded in: (pu, pv, z) = K @ cam, pixel = (pu / z, pv / z)
-        base = base.astype(np.float32).reshape(-1, 3)
-        z = base[:, 2][col] + lk_f * np.float32(step[2])
-        if not cull_columns:  # the column ranges already guarantee z > 0
-            z = np.where(z > 1e-6, z, np.float32(-1.0))
-        inv_z = np.float32(1.0) / z
-        pu = base[:, 0][col]
-        pu += lk_f * np.float32(step[0])
-        pu *= inv_z
-        u = np.rint(pu).astype(np.int32)
-        pv = base[:, 1][col]
-        pv += lk_f * np.float32(step[1])
-        pv *= inv_z
-        v = np.rint(pv).astype(np.int32)
-        # negative ints view as huge unsigned ones: one compare per axis
-        inside = (u.view(np.uint32) < w) & (v.view(np.uint32) < h)
-        if not cull_columns:
-            inside &= z > 0
-        sel = np.flatnonzero(inside)
-        u, v = u[sel], v[sel]
-        d = depth.ravel()[v * w + u]
+        col = np.repeat(np.arange(count.size), count)  # one entry per candidate voxel
+        lk = np.arange(total) - np.repeat(np.cumsum(count) - count - kmin.ravel(), count)
+        gi, gj = lo[0] + col // n[1], lo[1] + col % n[1]
+        gk = lo[2] + lk
+        pts = np.stack([self.axis_coords[0][gi], self.axis_coords[1][gj],
+                        self.axis_coords[2][gk], np.ones(total)])  # fmt: skip
+        cam = np.dot(np.linalg.inv(t), pts)  # BLAS: T[r,0]*x, then fused multiply-adds
+        fx, fy, cx, cy = _pixel_params(k)
+        z = cam[2]
+        ok = z > 0
+        zs = np.where(ok, z, 1.0)
+        u = np.rint(cam[0] * fx / zs + cx)
+        v = np.rint(cam[1] * fy / zs + cy)
+        ok &= (u >= 0) & (u < w) & (v >= 0) & (v < h)
+        sel = np.flatnonzero(ok)
+        u, v = u[sel].astype(np.int64), v[sel].astype(np.int64)
+        d = depth[v, u].astype(np.float64)
         diff = d - z[sel]
         upd = np.flatnonzero((d > 0) & (diff >= -self.trunc))
-        sel = sel[upd]
-        u, v = u[upd], v[upd]
-        dist = np.clip(diff[upd] / np.float32(self.trunc), -1.0, 1.0)
-        # global flat indices: per-column base + k
-        gi = lo[0] + ii
-        gj = lo[1] + jj
-        col2d = (gi * self.dims[1] + gj).ravel()
-        col_sel = col[sel]
-        flat = col2d[col_sel] * self.dims[2] + (lk[sel] + lo[2])
-
-        tsdf = self.tsdf.reshape(-1)
-        wgt = self.weight.reshape(-1)
-        ow = np.float32(obs_weight)
+        sel, u, v = sel[upd], u[upd], v[upd]
+        dist = np.maximum(-1.0, np.minimum(1.0, diff[upd] / self.trunc))
+        flat = (gi[sel] * self.dims[1] + gj[sel]) * self.dims[2] + gk[sel]
+        tsdf, wgt = self.tsdf.reshape(-1), self.weight.reshape(-1)
         w_old = wgt[flat]
-        w_new = w_old + ow
-        tsdf[flat] = (w_old * tsdf[flat] + ow * dist) / w_new
+        w_new = (w_old + float(obs_weight)).astype(np.float32)
+        prod = w_old * tsdf[flat]  # float32 product, as upstream
+        tsdf[flat] = ((prod.astype(np.float64) + float(obs_weight) * dist) / w_new).astype(
+            np.float32
+        )
         wgt[flat] = w_new
-
         nsel = np.flatnonzero((u >= margin_w) & (u < w - margin_w) & (v >= margin_h))
         self.explored.reshape(-1)[flat[nsel]] = True
-        self.explored_2d.reshape(-1)[col2d[col_sel[nsel]]] = True
-
+        self.explored_2d[gi[sel[nsel]], gj[sel[nsel]]] = True
         if rgb is not None and self.store_color:
             self._fuse_color(np.asarray(rgb), flat, u, v, w_old, w_new, obs_weight)
         return FuseStats(total, int(flat.size), int(nsel.size))
-
-    def _column_ranges(self, c0, a, n, fx, fy, cx, cy, h, w, depth):
-        """Per (i, j) column of the box, the [kmin, kmax] index range inside the frustum.
-
-        Each frustum face (image borders widened by 1.5 px, near plane, far plane at the
-        farthest depth + truncation) is a half-space ``g . cam + g0 >= 0``, affine in the voxel
-        index, so its k-interval per column is solved in closed form. Conservative: the exact
-        per-voxel test still runs afterwards.
-        """
-        slack = 1.5
-        far = float(depth.max()) + self.trunc
-        planes = [
-            (np.array([fx, 0.0, cx + slack]), 0.0),  # u >= -slack
-            (np.array([-fx, 0.0, w - 1 + slack - cx]), 0.0),  # u <= w - 1 + slack
-            (np.array([0.0, fy, cy + slack]), 0.0),  # v >= -slack
-            (np.array([0.0, -fy, h - 1 + slack - cy]), 0.0),  # v <= h - 1 + slack
-            (np.array([0.0, 0.0, 1.0]), -1e-6),  # z > 0
-            (np.array([0.0, 0.0, -1.0]), far + self.voxel_size),  # z <= far
-        ]
-        lo_k = np.zeros((n[0], n[1]))
-        hi_k = np.full((n[0], n[1]), float(n[2] - 1))
-        ii = np.arange(n[0])[:, None]
-        jj = np.arange(n[1])[None, :]
-        for g, g0 in planes:
-            base = g @ c0 + g0 + ii * (g @ a[0]) + jj * (g @ a[1])
-            slope = g @ a[2]
-            if abs(slope) < 1e-12:
-                hi_k = np.where(base >= 0, hi_k, -1.0)
-            elif slope > 0:
-                lo_k = np.maximum(lo_k, -base / slope)
-            else:
-                hi_k = np.minimum(hi_k, -base / slope)
-        # Far limit per column: the deepest pixel in the image columns the segment projects to
-        # (plus truncation); voxels beyond it cannot be updated.
-        kc = np.array([[fx, 0.0, cx], [0.0, fy, cy], [0.0, 0.0, 1.0]])
-        z0 = c0[2] + ii * a[0][2] + jj * a[1][2]
-        pu0 = (kc[0] @ c0) + ii * (kc[0] @ a[0]) + jj * (kc[0] @ a[1])
-        zs, pus = a[2][2], kc[0] @ a[2]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            u_lo = (pu0 + lo_k * pus) / (z0 + lo_k * zs)
-            u_hi = (pu0 + hi_k * pus) / (z0 + hi_k * zs)
-        ok = hi_k >= lo_k
-        u_a = np.clip(np.nan_to_num(np.minimum(u_lo, u_hi), nan=0.0), 0, w - 1)
-        u_b = np.clip(np.nan_to_num(np.maximum(u_lo, u_hi), nan=w - 1.0), 0, w - 1)
-        col_far = _range_max(depth.max(axis=0), np.floor(u_a).astype(int), np.ceil(u_b).astype(int))
-        limit = col_far + self.trunc + self.voxel_size
-        if abs(zs) < 1e-12:
-            hi_k = np.where(z0 <= limit, hi_k, -1.0)
-        elif zs > 0:
-            hi_k = np.minimum(hi_k, (limit - z0) / zs)
-        else:
-            lo_k = np.maximum(lo_k, (limit - z0) / zs)
-        hi_k = np.where(ok, hi_k, -1.0)
-        kmin = np.ceil(lo_k - 1e-9).astype(np.int64)
-        kmax = np.floor(hi_k + 1e-9).astype(np.int64)
-        return kmin, kmax
 
     def _fuse_color(
         self,
@@ -454,10 +294,20 @@ class TSDFVolume:
 
 
 def warm_up() -> float:
-    """Load the kernels (compiling them on first use) with a tiny fusion; returns wall ms."""
+    """Load the kernels (compiling them on first use) with a tiny fusion and a tiny hop path;
+    returns wall ms."""
     import time
+
+    from eqa_runner.mapping.hop import dijkstra_path
 
     t0 = time.perf_counter()
     vol = TSDFVolume(np.array([[0.0, 1.0], [0.0, 1.0], [0.0, 1.0]]))
     vol.integrate(np.ones((8, 8), np.float32), np.eye(3), np.eye(4))
+    dijkstra_path(np.ones((3, 3), dtype=bool), np.array([0, 0]), np.array([2, 2]))
     return (time.perf_counter() - t0) * 1e3
+
+
+def _pixel_params(k: np.ndarray) -> np.ndarray:
+    """fx, fy, cx, cy as upstream's ``cam2pix`` reads them (the intrinsics cast to float32)."""
+    k32 = np.asarray(k).astype(np.float32)
+    return np.array([k32[0, 0], k32[1, 1], k32[0, 2], k32[1, 2]], dtype=np.float64)

@@ -37,6 +37,8 @@ class Exploration:
     stop_reason: str | None = None  # a designed stop (policies/proposer.py DesignedStop), if any
     last_frame: bytes = b""  # PNG of the last observed frame (the decision frame when stopped)
     d_t: float = math.nan  # final geodesic distance to the goal
+    # the goal distance at every step's start, then the final one (None: not recorded)
+    goal_distances: list[float] | None = None
     explore_s: float = 0.0
 
     def trace(self, answer: AnswerStep) -> dict[str, Any]:
@@ -67,6 +69,10 @@ class Exploration:
             trace["d_t"] = float(self.d_t)
             trace["d_t_valid"] = bool(math.isfinite(self.d_t))
             trace["goal_position"] = vec(self.goal)
+            if self.goal_distances is not None:  # null: not finite (unreachable)
+                trace["goal_distances"] = [
+                    round(d, 5) if math.isfinite(d) else None for d in self.goal_distances
+                ]
         trace["source_counts"] = dict(Counter(s["source"] for s in self.steps if "source" in s))
         trace.update(answer.trace)
         return trace

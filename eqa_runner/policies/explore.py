@@ -210,16 +210,21 @@ class ExplorePolicy(Policy):
             goal=None if meta.get("goal_position") is None else np.asarray(meta["goal_position"]),
             state=AgentState(0, start, rot0, float(start[1])),
         )
+        if x.goal is not None and self.protocol.goal_distance_each_step:
+            x.goal_distances = []
         t_start = time.perf_counter()
         async with session.lease(str(spec.mesh_path)) as lane:  # one simulator of the run's
             x.area = await lane.call(_setup, lane, spec, x, ctx.rng)
-            await lane.call(check_on_floor, lane.sim, start, x.goal)
+            floor_goal = x.goal if self.protocol.goal_on_floor else None
+            await lane.call(check_on_floor, lane.sim, start, floor_goal)
             x.budget = self.budget(x.area)
             for step in range(x.budget):
                 if await self._step(x, step, lane, ctx):
                     break
             if x.goal is not None:
                 x.d_t = await lane.call(goal_distance, lane.sim, x.state, x.goal)
+                if x.goal_distances is not None:
+                    x.goal_distances.append(x.d_t)
         x.explore_s = time.perf_counter() - t_start
         return x
 
@@ -234,6 +239,10 @@ class ExplorePolicy(Policy):
             "position": vec(x.state.position),
             "rotation": vec(x.state.rotation),
         }
+        if x.goal_distances is not None and x.goal is not None:
+            d = await session.call(goal_distance, session.sim, x.state, x.goal)
+            x.goal_distances.append(d)
+            rec["goal_distance"] = round(d, 5) if math.isfinite(d) else None
         obs, black = await self._observe(x, rec, session, ctx)
         view = StepView(x.episode, x.state, obs, x.last_frame, black, x.budget, rec)
         if not black:

@@ -40,6 +40,13 @@ class ExploreProtocol:
     :meth:`answer` and usually :meth:`check_step`."""
 
     name: str = "protocol"
+    # the episode's goal (``meta["goal_position"]``) is a point on the floor, checked to be on it
+    # at the start; False: an object's centre, which may be above the floor (its distance is the
+    # simulator's geodesic to its navmesh projection)
+    goal_on_floor: bool = True
+    # record the geodesic distance to the goal at every step, not only the final one (the
+    # trace's ``goal_distances``: the start, each step, the end)
+    goal_distance_each_step: bool = False
 
     def budget(self, policy: ExplorePolicy, scene_area: float) -> int:
         """``int(sqrt(area) * policy.step_ratio)`` (at least 1), capped by ``policy.max_steps``."""

@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from eqa_runner.errors import UserError
 from eqa_runner.llm.config import LLMConfig
 from eqa_runner.policies.config import SCHEMAS as POLICY_SCHEMAS
-from eqa_runner.registry import benchmarks
+from eqa_runner.registry import Benchmark, Plugin, benchmarks, plugins
 from eqa_runner.run.config import RunConfig
 from eqa_runner.schema import check_config
 from eqa_runner.sim.config import SCHEMAS as SIM_SCHEMAS
@@ -32,10 +32,11 @@ SCHEMAS: dict[str, Mapping[str, type]] = {
 
 
 def schemas() -> dict[str, dict[str, type]]:
-    """Every group's schema nodes: the shared ones and every benchmark's."""
+    """Every group's schema nodes: the shared ones, every benchmark's and every plugin's."""
     out = {group: dict(nodes) for group, nodes in SCHEMAS.items()}
-    for bench in benchmarks():
-        for group, nodes in bench.schemas.items():
+    parts: list[Benchmark | Plugin] = [*benchmarks(), *plugins()]
+    for ext in parts:
+        for group, nodes in ext.schemas.items():
             out.setdefault(group, {}).update(nodes)
     return out
 

@@ -22,6 +22,7 @@ class SensorSpec:
     hfov_deg: float = SimConfig.hfov_deg
     sensor_height_m: float = SimConfig.sensor_height_m
     tilt_deg: float = SimConfig.tilt_deg
+    forward_m: float = SimConfig.sensor_forward_m  # camera ahead of the agent base
 
 
 @dataclass(frozen=True)
@@ -65,11 +66,11 @@ class Simulator(ABC):
         agent_height: float,
         agent_max_climb: float,
         seed: int,
+        sensor_forward_m: float = 0.0,
     ) -> None:
         """Sensor and agent-body settings shared by every backend's constructor."""
-        self.sensor = SensorSpec(
-            int(width), int(height), float(hfov_deg), float(sensor_height_m), float(tilt_deg)
-        )
+        self.sensor = SensorSpec(int(width), int(height), float(hfov_deg), float(sensor_height_m),
+                                 float(tilt_deg), float(sensor_forward_m))  # fmt: skip
         self.agent_radius = float(agent_radius)
         self.agent_height = float(agent_height)
         self.agent_max_climb = float(agent_max_climb)

@@ -186,17 +186,19 @@ def camera_to_world(
     rotation_wxyz: np.ndarray | list[float],
     sensor_height_m: float,
     tilt_deg: float = 0.0,
+    forward_m: float = 0.0,
 ) -> np.ndarray:
     """Camera-to-world (habitat frame, OpenGL camera) of a sensor mounted on an agent.
 
-    The sensor sits at ``[0, sensor_height, 0]`` in the agent frame and is rotated about the
-    agent's x axis by ``tilt_deg`` (positive looks up), as habitat's ``CameraSensorSpec``.
+    The sensor sits at ``[0, sensor_height, -forward_m]`` in the agent frame (``forward_m``
+    ahead: the agent looks along -z) and is rotated about the agent's x axis by ``tilt_deg``
+    (positive looks up), as habitat's ``CameraSensorSpec`` with that ``position``.
     """
     r_agent = quat_to_matrix(rotation_wxyz)
     out = np.eye(4)
     out[:3, :3] = r_agent @ rot_x(math.radians(tilt_deg))
     out[:3, 3] = np.asarray(position, dtype=np.float64) + r_agent @ np.array(
-        [0.0, sensor_height_m, 0.0]
+        [0.0, sensor_height_m, -forward_m]
     )
     return out
 

@@ -67,6 +67,7 @@ class HabitatSimulator(Simulator):
         hfov_deg: float = HabitatSimConfig.hfov_deg,
         sensor_height_m: float = HabitatSimConfig.sensor_height_m,
         tilt_deg: float = HabitatSimConfig.tilt_deg,
+        sensor_forward_m: float = HabitatSimConfig.sensor_forward_m,
         agent_radius: float = HabitatSimConfig.agent_radius,
         agent_height: float = HabitatSimConfig.agent_height,
         agent_max_climb: float = HabitatSimConfig.agent_max_climb,
@@ -84,7 +85,7 @@ class HabitatSimulator(Simulator):
             )
         self.scene_lighting = scene_lighting
         self._init_body(width, height, hfov_deg, sensor_height_m, tilt_deg, agent_radius,
-                        agent_height, agent_max_climb, seed)  # fmt: skip
+                        agent_height, agent_max_climb, seed, sensor_forward_m)  # fmt: skip
         self.gpu_device_id = int(gpu_device_id)
         self.scene_dataset_config = scene_dataset_config
         self.enable_physics = bool(enable_physics)
@@ -133,7 +134,7 @@ class HabitatSimulator(Simulator):
             spec.sensor_type = kind
             spec.resolution = [s.height, s.width]
             spec.hfov = s.hfov_deg
-            spec.position = [0.0, s.sensor_height_m, 0.0]
+            spec.position = [0.0, s.sensor_height_m, -s.forward_m]  # habitat looks along -z
             spec.orientation = [math.radians(s.tilt_deg), 0.0, 0.0]
             specs.append(spec)
         agent_cfg = hs.agent.AgentConfiguration()

@@ -154,6 +154,7 @@ class MeshSimulator(Simulator):
         hfov_deg: float = MeshSimConfig.hfov_deg,
         sensor_height_m: float = MeshSimConfig.sensor_height_m,
         tilt_deg: float = MeshSimConfig.tilt_deg,
+        sensor_forward_m: float = MeshSimConfig.sensor_forward_m,
         agent_radius: float = MeshSimConfig.agent_radius,
         agent_height: float = MeshSimConfig.agent_height,
         agent_max_climb: float = MeshSimConfig.agent_max_climb,
@@ -169,7 +170,7 @@ class MeshSimulator(Simulator):
             raise ConfigError(f"sim.up_axis={up_axis!r}: use auto, y or z")
         self.cull_back_faces = bool(cull_back_faces)
         self._init_body(width, height, hfov_deg, sensor_height_m, tilt_deg, agent_radius,
-                        agent_height, agent_max_climb, seed)  # fmt: skip
+                        agent_height, agent_max_climb, seed, sensor_forward_m)  # fmt: skip
         self.cell_size = float(cell_size)
         self.snap_max_dist = float(snap_max_dist)
         self.up_axis = up_axis
@@ -416,7 +417,7 @@ class MeshSimulator(Simulator):
 
     def camera_pose(self) -> np.ndarray:
         s = self.sensor
-        return geo.camera_to_world(self._pos, self._rot, s.sensor_height_m, s.tilt_deg)
+        return geo.camera_to_world(self._pos, self._rot, s.sensor_height_m, s.tilt_deg, s.forward_m)
 
     def observe(self) -> Observation:
         self._require()

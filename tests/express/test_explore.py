@@ -189,3 +189,33 @@ def test_proposer_must_be_a_factory():
         ExplorePolicy(protocol=EXPRESS, proposer=RandomProposer())
     with pytest.raises(ValueError, match="stop_match"):
         ExplorePolicy(protocol=EXPRESS, stop_match="maybe")
+
+
+def test_protocol_asks_for_goal_distances_and_an_off_floor_goal(tmp_path):
+    """A protocol whose goal is an object above the floor (``goal_on_floor = False``) and that
+    asks for the distance at every step (``goal_distance_each_step``) gets both: no off-floor
+    refusal, and ``goal_distances`` = the start, each step, the end."""
+
+    class ObjectGoal(ExpressProtocol):
+        goal_on_floor = False
+        goal_distance_each_step = True
+
+    ep = Episode(
+        "9", "Question?", "yes", "object", scene="00800-A",
+        meta={"start_position": [5.0, 0.0, 5.0], "start_rotation": [1.0, 0.0, 0.0, 0.0],
+              "goal_position": [8.0, 1.2, 9.0], "geodesic_distance": 5.0},  # 1.2 m up
+    )  # fmt: skip
+    with pytest.raises(Exception, match="off the navigable floor"):
+        _run(ExplorePolicy(protocol=EXPRESS, max_steps=4), [ep], FakeSim(black=True), tmp_path)
+    policy = ExplorePolicy(max_steps=4, protocol=ObjectGoal())
+    (pred,), _ = _run(policy, [ep], FakeSim(black=True), tmp_path)
+    t = pred.trace
+    d = t["goal_distances"]
+    assert len(d) == t["steps_taken"] + 1 == 5
+    goal = np.array([8.0, 1.2, 9.0])
+    assert d[0] == pytest.approx(np.linalg.norm(goal - [5.0, 0.0, 5.0]), abs=1e-4)
+    assert [s["goal_distance"] for s in t["steps"]] == d[:-1]
+    assert d[-1] == pytest.approx(t["d_t"], abs=1e-4)
+    plain_policy = ExplorePolicy(protocol=EXPRESS, max_steps=4)
+    (plain,), _ = _run(plain_policy, [_episode(1)], FakeSim(black=True), tmp_path)
+    assert "goal_distances" not in plain.trace  # only when a protocol asks

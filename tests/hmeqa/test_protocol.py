@@ -107,7 +107,10 @@ def test_task_config_selects_protocol_judge_and_camera(compose_cfg):
     assert cfg.judge.name == "hmeqa"
     check_capabilities(cfg)
     assert (cfg.sim.width, cfg.sim.height, cfg.sim.hfov_deg) == (640, 480, 120.0)
-    assert (cfg.sim.tilt_deg, cfg.sim.sensor_height_m) == (-30.0, 1.299)
+    # explore-eqa's pitched body: the camera 1.5 cos 30 deg up and 1.5 sin 30 deg = 0.75 m ahead
+    assert cfg.sim.tilt_deg == -30.0 and cfg.sim.sensor_forward_m == 0.75
+    assert cfg.sim.sensor_height_m == pytest.approx(1.5 * math.cos(math.radians(30.0)))
+    assert compose_cfg(["task=hmeqa", "sim=habitat"]).sim.sensor_forward_m == 0.75  # both backends
     assert compose_cfg(["task=hmeqa", "sim.hfov_deg=90"]).sim.hfov_deg == 90.0  # overrides win
     assert compose_cfg(["task=express"]).sim.width == 512  # EXPRESS keeps its camera
 

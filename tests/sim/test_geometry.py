@@ -100,3 +100,15 @@ def test_tilt_looks_up():
     cam = geo.camera_to_world([0.0, 0.0, 0.0], geo.yaw_to_quat(0.0), 1.5, tilt_deg=30.0)
     fwd = cam[:3, :3] @ [0.0, 0.0, -1.0]
     assert fwd[1] > 0.4
+
+
+def test_forward_offset_is_explore_eqas_pitched_body():
+    """explore-eqa pitches the agent body (sensor 1.5 m up it) by -30 deg: the camera ends up at
+    R_yaw R_x(-30 deg) [0, 1.5, 0]. A sensor pitched alone at height 1.5 cos 30 deg, 1.5 sin 30
+    deg = 0.75 m ahead, has the same pose."""
+    yaw, tilt, h = 0.7, math.radians(-30.0), 1.5
+    body = geo.quat_to_matrix(geo.yaw_to_quat(yaw)) @ geo.rot_x(tilt)
+    want = np.array([1.0, 0.2, -3.0]) + body @ np.array([0.0, h, 0.0])
+    cam = geo.camera_to_world([1.0, 0.2, -3.0], geo.yaw_to_quat(yaw), h * math.cos(tilt), -30.0,
+                              forward_m=-h * math.sin(tilt))  # fmt: skip
+    assert np.allclose(cam[:3, 3], want) and np.allclose(cam[:3, :3], body)

@@ -226,6 +226,7 @@ def test_config_sensors_and_agent(fake, tmp_path):
         hfov_deg=79.0,
         sensor_height_m=1.25,
         tilt_deg=-30.0,
+        sensor_forward_m=0.75,
         agent_radius=0.17,
         gpu_device_id=3,
         seed=9,
@@ -243,7 +244,7 @@ def test_config_sensors_and_agent(fake, tmp_path):
     for s in agent.sensor_specifications:
         assert list(s.resolution) == [240, 320]
         assert s.hfov == pytest.approx(79.0)
-        assert list(s.position) == [0.0, 1.25, 0.0]
+        assert list(s.position) == [0.0, 1.25, -0.75]  # 0.75 m ahead: habitat looks along -z
         assert s.orientation[0] == pytest.approx(math.radians(-30.0))
 
 

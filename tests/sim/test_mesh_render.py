@@ -109,3 +109,21 @@ def test_shading_kernel_is_not_an_option(compose_cfg):
 
     with pytest.raises(ConfigCompositionException, match="shading_kernel"):
         compose_cfg(["sim.shading_kernel=numpy"])
+
+
+def test_sensor_forward_offset_moves_the_camera_and_its_depth(rooms):
+    """``sensor_forward_m``: the camera sits that far ahead along the heading; looking at a
+    wall straight ahead, the depth shrinks by the offset."""
+    v, f, c, _ = build_rooms_mesh().arrays()
+    ahead = MeshSimulator(width=96, height=64, sensor_forward_m=0.75)
+    ahead.load_arrays(TriangleMeshData(v, f, c))
+    p = np.asarray(rooms.random_navigable_point(np.random.default_rng(3)), float)
+    q = geo.yaw_to_quat(0.3)
+    for sim in (rooms, ahead):
+        sim.set_agent_pose(p, q)
+    base, moved = rooms.observe(), ahead.observe()
+    heading = base.cam_to_world[:3, :3] @ np.array([0.0, 0.0, -1.0])
+    assert np.allclose(moved.cam_to_world[:3, 3], base.cam_to_world[:3, 3] + 0.75 * heading)
+    d0, d1 = base.depth[32, 48], moved.depth[32, 48]
+    assert d0 > 1.0  # the centre ray hits the same wall from 0.75 m closer
+    assert d1 == pytest.approx(d0 - 0.75, abs=0.02)

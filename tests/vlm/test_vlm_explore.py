@@ -158,7 +158,7 @@ def test_semantic_weighting_multiplies_frontier_weights_and_is_off_for_fbe():
     on.next_pose(state.position_normal, agent_yaw=state.yaw, step=5)
     assert on.maps.semantic is not None
     np.testing.assert_array_equal(on.maps.frontiers, off.maps.frontiers)
-    gain = on.maps.frontier_weights - off.maps.frontier_weights  # log-weights
+    gain = np.log(on.maps.frontier_weights / off.maps.frontier_weights)  # log of the factor
     xy = on._vol.grid_to_world(on.maps.frontiers.astype(float))
     d = np.linalg.norm(xy - valued[0], axis=1)
     assert len(d) >= 2 and gain[d < 1.0].size and (gain[d < 1.0] > 2.0).all()
