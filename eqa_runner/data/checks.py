@@ -87,14 +87,27 @@ def find_scene(scenes_dir: Path, scene: str, suffixes: tuple[str, ...]) -> Path 
         return None
 
 
+SIMULATORS = {"mesh": "eqa_runner.sim.mesh.MeshSimulator",
+              "habitat": "eqa_runner.sim.habitat.HabitatSimulator"}  # fmt: skip
+
+
+def add_sim_arg(p: Any) -> None:
+    """``--sim mesh|habitat``: the backend whose scene files count (as the run's ``sim=``)."""
+    p.add_argument("--sim", choices=sorted(SIMULATORS), default="mesh",
+                   help="the backend whose scene files count (as the run's sim=)")  # fmt: skip
+
+
 def check_scene_files(
     scenes_dir: Path,
     eps: list,
     benchmark: str,
     subset: Callable[[Any], str] = lambda e: "hm3d",
+    presence: dict[str, str] | None = None,
 ) -> CheckReport:
-    """Every episode's HM3D scene has a ``.glb`` + ``.navmesh`` (or a demo ``.glb``/``.ply`` with
-    its ``.scene.json``: the navmesh is baked at load), non-empty; counted per ``subset``."""
+    """Every episode's HM3D scene is present (``presence``: the task's ``missing``, episode id ->
+    problem, so a run, a dry run and this check agree) and has a ``.glb`` + ``.navmesh`` (or a
+    demo ``.glb``/``.ply`` with its ``.scene.json``: the navmesh is baked at load), non-empty;
+    counted per ``subset``. A present scene without navmesh, or with an empty file, is broken."""
     rep = CheckReport(benchmark, questions=len(eps))
     by_scene: dict[str, list] = defaultdict(list)
     for e in eps:
@@ -106,25 +119,39 @@ def check_scene_files(
         )
         st["expected"] += 1
         st["questions"] += len(by_scene[scene])
-        ply = find_scene(scenes_dir, scene, DEMO_MESH_SUFFIXES)
-        glb = find_scene(scenes_dir, scene, GLB_SUFFIXES)
-        nav = find_scene(scenes_dir, scene, NAVMESH_SUFFIXES)
-        demo = find_scene(
-            scenes_dir, scene, (".scene.json",)
-        )  # demo apartment: navmesh baked at load
-        files = [ply] if ply and not glb else [glb] if glb and demo and not nav else [glb, nav]
-        if not all(files):
-            what = "mesh (.basis.glb)" if not glb else "navmesh (.basis.navmesh)"
-            rep.missing.append(
-                f"scene {scene}: no {what} under {scenes_dir} ({len(by_scene[scene])} questions)"
-            )
-            continue
-        empty = [str(p) for p in files if p is not None and p.stat().st_size == 0]
-        if empty:
-            rep.broken.extend(f"{p}: empty file" for p in empty)
-            continue
-        st["present"] += 1
+        problem = None
+        if presence is not None:
+            problem = next((presence[e.episode_id] for e in by_scene[scene]
+                            if e.episode_id in presence), None)  # fmt: skip
+        kind, lines = scene_status(scenes_dir, scene, presence is not None, problem)
+        if kind == "present":
+            st["present"] += 1
+        else:
+            getattr(rep, kind).extend(f"{x} ({len(by_scene[scene])} questions)" for x in lines)
     return rep
+
+
+def scene_status(
+    scenes_dir: Path, scene: str, checked: bool, problem: str | None
+) -> tuple[str, list[str]]:
+    """("present" | "missing" | "broken", lines) of one scene. ``checked``: ``problem`` is the
+    backend's presence verdict (None = found); else presence is judged from the files here."""
+    if problem is not None:  # the staging steps follow the list: drop the run's hint
+        return "missing", [problem.split("; ", 1)[0]]
+    ply = find_scene(scenes_dir, scene, DEMO_MESH_SUFFIXES)
+    glb = find_scene(scenes_dir, scene, GLB_SUFFIXES)
+    nav = find_scene(scenes_dir, scene, NAVMESH_SUFFIXES)
+    demo = find_scene(scenes_dir, scene, (".scene.json",))  # demo apartment: navmesh baked
+    files = [ply] if ply and not glb else [glb] if glb and demo and not nav else [glb, nav]
+    if not all(files):
+        if glb and not nav:
+            what = f"scene {scene}: no navmesh (.basis.navmesh) beside {glb}"
+            return ("broken" if checked else "missing"), [what]
+        if not checked:
+            return "missing", [f"scene {scene}: no mesh (.basis.glb) under {scenes_dir}"]
+        return "present", []  # found by the backend under another name (.gltf, .obj ...)
+    empty = [f"{p}: empty file" for p in files if p is not None and p.stat().st_size == 0]
+    return ("broken", empty) if empty else ("present", [])
 
 
 def fetch_raw_files(
@@ -149,12 +176,10 @@ https://matterport.com/habitat-matterport-3d-research-dataset and
 https://aihabitat.org/datasets/hm3d/). With your API token:
 
   python -m habitat_sim.utils.datasets_download --username <api-token-id> \\
-      --password <api-token-secret> --uids hm3d_val_v0.2 hm3d_train_v0.2 \\
+      --password <api-token-secret> --uids {uids} \\
       --data-path <download dir>
 
-You need the v0.2 "{{split}}-glb" (hm3d-{{split}}-glb-v0.2.tar) and "{{split}}-habitat"
-(navmeshes, hm3d-{{split}}-habitat-v0.2.tar) archives of the val and train splits
-({n_val} val and {n_train} train scenes are referenced by the question file).
+You need the v0.2 {archives} ({counts} referenced by the question file).
 Put each scene at
 
   {scenes}/<split>/<NNNNN-id>/<id>.basis.glb

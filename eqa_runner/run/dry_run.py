@@ -95,9 +95,38 @@ def episode_cost(
     return total
 
 
+def data_lines(
+    cfg: DictConfig, parts: Components, episodes: Sequence[Episode]
+) -> tuple[list[Episode], list[str], dict[str, str]]:
+    """The episodes whose data is present (the task's presence check, the one ``data check``
+    makes), what to print about the others, and ``episode_id -> problem``."""
+    if not cfg.task.get("check_data", True):
+        return list(episodes), ["  data: not checked (task.check_data=false)"], {}
+    missing = parts.task.missing(episodes)
+    if not missing:
+        return list(episodes), [f"  data: all {len(episodes)} episodes have their scene/frames"], {}
+    problems = sorted(set(missing.values()))
+    runnable = [e for e in episodes if e.episode_id not in missing]
+    lines = [
+        f"  data: {len(missing)} of {len(episodes)} episodes lack their scene or frames "
+        f"({len(problems)} scenes or frame folders missing), e.g. {problems[0]}",
+        f"  `python -m eqa_runner.data check {_bench(parts)}` lists them; the estimate below "
+        f"covers the {len(runnable)} episodes that can run",
+    ]
+    return runnable, lines, missing
+
+
+def _bench(parts: Components) -> str:
+    name = str(getattr(parts.task, "name", "") or "")
+    return "openeqa" if name.startswith("openeqa") else name
+
+
 def dry_run(cfg: DictConfig, parts: Components, episodes: Sequence[Episode]) -> dict[str, Any]:
-    """Build every request, count tokens (images included) and estimate cost; call nothing."""
+    """Check the data, then build every request of the episodes that can run, count tokens
+    (images included) and estimate cost; call nothing."""
     task, policy, judge = parts.task, parts.policy, parts.judge
+    selected = list(episodes)
+    episodes, data_text, missing = data_lines(cfg, parts, selected)
     models, max_tokens = _roles(cfg, parts)
     calls = CallEstimates(models, max_tokens, _prices(cfg, parts))
     totals: dict[str, dict[str, Any]] = {
@@ -127,28 +156,32 @@ def dry_run(cfg: DictConfig, parts: Components, episodes: Sequence[Episode]) -> 
             t["completion_tokens"] += c
             t["images"] += len(r.image_sizes)
             t["cost_usd"] = None if cost is None or t["cost_usd"] is None else t["cost_usd"] + cost
-    lines = _report_lines(cfg, parts, episodes, totals, problems)
+    lines = _report_lines(cfg, parts, selected, episodes, data_text, totals, problems)
     print("\n".join(lines), flush=True)
-    return {"dry_run": True, "episodes": len(episodes), "estimate": totals, "problems": problems}
+    return {"dry_run": True, "episodes": len(selected), "runnable": len(episodes),
+            "missing_data": len(missing), "estimate": totals, "problems": problems}  # fmt: skip
 
 
 def _report_lines(
     cfg: DictConfig,
     parts: Components,
+    selected: Sequence[Episode],
     episodes: Sequence[Episode],
+    data_text: list[str],
     totals: dict[str, dict[str, Any]],
     problems: list[str],
 ) -> list[str]:
-    """The dry run's printout: the selection, per-role totals, the cost cap's verdict."""
+    """The dry run's printout: the selection, the data, per-role totals, the cost cap."""
     task, policy = parts.task, parts.policy
     lines = [
-        f"dry run: {len(episodes)} episodes selected (task={task.name}, "
+        f"dry run: {len(selected)} episodes selected (task={task.name}, "
         f"policy={policy.name}); no model was called"
     ]
-    for ep in episodes[:5]:
+    for ep in selected[:5]:
         lines.append(f"  {ep.episode_id} [{ep.category}] {ep.question[:70]}")
-    if len(episodes) > 5:
-        lines.append(f"  … and {len(episodes) - 5} more")
+    if len(selected) > 5:
+        lines.append(f"  … and {len(selected) - 5} more")
+    lines += data_text
     for role, t in totals.items():
         cost_text = (
             "unknown (no price for this model)"

@@ -21,9 +21,17 @@ class Task(ABC):
     def load_episodes(self) -> list[Episode]:
         """All episodes of the configured split/subset, in a stable order."""
 
+    def missing(self, episodes: Sequence[Episode]) -> dict[str, str]:
+        """``episode_id -> problem`` for each episode whose scene or frames are not there (one
+        problem line per scene or frame folder, shared by its episodes); {} if all are present.
+
+        The one presence check behind ``check``, the dry run and ``data check``: cheap (stat
+        calls, once per scene), nothing is decoded."""
+        return {}
+
     def check(self, episodes: Sequence[Episode]) -> list[str]:
         """Problems with the data of ``episodes`` (missing frames, scenes ...); empty if fine."""
-        return []
+        return sorted(set(self.missing(episodes).values()))
 
     def describe(self) -> dict[str, Any]:
         """What the summary records about the data (paths, question-file hash)."""

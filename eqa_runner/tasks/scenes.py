@@ -3,7 +3,7 @@ data check that every selected scene can be found."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,20 +25,44 @@ def simulator_stub(simulator: str) -> Any:
     return get_class(simulator)()
 
 
-def scene_problems(scenes: Iterable[str], scenes_dir: Path, sim: Any, fetch_hint: str) -> list[str]:
-    """One line per scene the backend ``sim`` cannot find under ``scenes_dir``."""
-    problems = []
+def backend_name(sim: Any) -> str:
+    """``habitat`` / ``mesh`` (the ``sim=`` choice) of a backend instance."""
+    name = type(sim).__name__.lower()
+    return "habitat" if "habitat" in name else "mesh" if "mesh" in name else name
+
+
+def missing_scenes(
+    scenes: Iterable[str],
+    scenes_dir: Path,
+    sim: Any,
+    fetch_hint: str,
+    expected: Callable[[str], Path] | None = None,
+) -> dict[str, str]:
+    """``scene -> problem`` for each scene the backend ``sim`` cannot find under
+    ``scenes_dir`` (stat calls only, once per scene). ``expected(scene)`` is the path the
+    message names first (the benchmark's own layout), else the backend's first candidate."""
+    problems: dict[str, str] = {}
     for scene in sorted(set(scenes)):
         try:
             sim.resolve_scene(scenes_dir, scene)
         except FileNotFoundError as e:
             tried = [ln.strip() for ln in str(e).splitlines()[1:] if ln.strip()]
-            first = tried[0] if tried else str(scenes_dir)
-            more = f" (and {len(tried) - 1} other locations)" if len(tried) > 1 else ""
-            problems.append(
-                f"scene {scene}: no mesh at {first}{more}; stage the scenes with "
-                f"`{fetch_hint}` or set task.scenes_dir"
+            first = str(expected(scene)) if expected else tried[0] if tried else str(scenes_dir)
+            more = f" (or {len(tried) - 1} other locations)" if len(tried) > 1 else ""
+            problems[scene] = (
+                f"scene {scene}: no scene file for sim={backend_name(sim)} at {first}{more}; "
+                f"{fetch_hint}, or set task.scenes_dir"
             )
         except ValueError as e:
-            problems.append(f"scene {scene}: {e}")
+            problems[scene] = f"scene {scene}: {e}"
     return problems
+
+
+def missing_by_episode(episodes: Sequence[Any], by_scene: dict[str, str]) -> dict[str, str]:
+    """``episode_id -> problem`` of the episodes whose scene has one."""
+    return {e.episode_id: by_scene[e.scene] for e in episodes if e.scene in by_scene}
+
+
+def scene_problems(scenes: Iterable[str], scenes_dir: Path, sim: Any, fetch_hint: str) -> list[str]:
+    """One line per scene the backend ``sim`` cannot find under ``scenes_dir``."""
+    return list(missing_scenes(scenes, scenes_dir, sim, fetch_hint).values())

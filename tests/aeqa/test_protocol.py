@@ -120,7 +120,9 @@ def test_data_check(aeqa_demo, tmp_path, capsys):
     assert rep.questions == 13 and not rep.ok
     assert any("demo-aeqa-000-02: no start pose" in m for m in rep.missing)
     assert any("demo-aeqa-000-01: no reference path length" in m for m in rep.missing)
-    assert any(m.startswith("scene 00811-AEQAApt1: no mesh") for m in rep.missing)
+    assert any(
+        m.startswith("scene 00811-AEQAApt1: no scene file for sim=mesh at") for m in rep.missing
+    )
     assert data_main(["check", "aeqa", "--data-dir", str(broken), "--questions-file",
                       str(ids)]) == 1  # fmt: skip
     assert "To stage the scenes" in capsys.readouterr().out

@@ -130,18 +130,22 @@ def test_aggregate_blind_fallback(tmp_path):
     )
     out = j.aggregate(_records(j), bootstrap_samples=50)
     h = out["headline"]
-    # e takes the blind mark 4 -> 0.75 with p = inf (spl 0); f is not in the blind run -> 0
-    assert h["llm_match"]["mean"] == pytest.approx(100 * (1 + 0.5 + 0.75 + 1 + 0.75 + 0) / 6)
-    assert h["llm_match_spl"]["mean"] == pytest.approx(100 * 1.25 / 5)
+    # upstream's denominator is the blind run's questions: only e counts, with the blind mark 4
+    # -> 0.75 and p = inf (spl 0); a..d, f, g, h are outside the blind run
+    assert h["llm_match"]["n"] == 1 and h["llm_match"]["mean"] == pytest.approx(75.0)
+    assert h["llm_match_spl"]["mean"] == 0.0
     c = out["counts_aeqa"]
-    assert c["blind_fallback_used"] == 1 and c["blind_fallback_absent"] == 1
+    assert c["blind_fallback_used"] == 1 and c["outside_blind_run"] == 7
+    assert out["published_comparability"]["comparable"] is True
     assert out["blind_fallback"]["judge_model"] == "openai/other"
     assert "openai/mine" in out["blind_fallback"]["note"]
 
 
 def test_blind_fallback_needs_a_blind_run(tmp_path):
-    with pytest.raises(ConfigError, match="blind_run_dir"):
-        AEQAJudge(model="offline", missing_prediction="blind_fallback")
+    # without a blind run the default rule cannot apply: zero, and the row is not comparable
+    j = AEQAJudge(model="offline")
+    assert j.missing_prediction == "blind_fallback" and j.applied_rule == "zero"
+    assert j.comparability()["comparable"] is False
     with pytest.raises(ConfigError, match="no episodes.jsonl"):
         AEQAJudge(model="offline", missing_prediction="blind_fallback", blind_run_dir=str(tmp_path))
     with pytest.raises(ConfigError, match="missing_prediction"):

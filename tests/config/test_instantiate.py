@@ -37,6 +37,10 @@ CASES = (
 
 @pytest.mark.parametrize("group, option, extra", CASES, ids=[f"{g}/{o}" for g, o, _ in CASES])
 def test_every_option_composes_checks_and_builds(compose_cfg, tmp_path, group, option, extra):
+    if option == "aeqa_published":  # scored against a blind run: it must exist (else refused)
+        (tmp_path / "blind").mkdir()
+        (tmp_path / "blind" / "episodes.jsonl").write_text("")
+        extra = [*extra, f"judge.blind_run_dir={tmp_path / 'blind'}"]
     cfg = compose_cfg([*extra, f"{group}={option}", f"task.data_dir={tmp_path}"])
     check_config(cfg)
     if group in ("task", "experiment"):

@@ -199,7 +199,9 @@ def test_fetch_express_prints_scene_instructions(upstream, tmp_path, capsys):
     assert "1 val and 0 train scenes" in out
 
     assert datacmd.main(["check", "express", "--data-dir", str(dest)]) == 1
-    assert "scene hm3d/val/00800-TEEsavR23oF: no mesh" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "scene hm3d/val/00800-TEEsavR23oF: no scene file for sim=mesh at " in out
+    assert f"{dest / 'scenes' / 'val' / '00800-TEEsavR23oF'}" in out
     scene = dest / "scenes" / "val" / "00800-TEEsavR23oF"
     scene.mkdir(parents=True)
     (scene / "TEEsavR23oF.basis.glb").write_bytes(b"glTF....")

@@ -127,18 +127,26 @@ def test_check_names_missing_scene_and_fetch_command(tmp_path, express_demo):
     empty = ExpressTask(data_dir=str(express_demo), scenes_dir=str(tmp_path / "none"))
     problems = empty.check(eps)
     assert len(problems) == 2  # one per scene, not per question
-    assert str(tmp_path / "none" / "val" / "00800-DemoApt0" / "DemoApt0.ply") in problems[0]
-    assert "python -m eqa_runner.data fetch express" in problems[0]
+    # the message names the real HM3D layout and the backend in use, and how access is obtained
+    assert str(tmp_path / "none" / "val" / "00800-DemoApt0" / "DemoApt0.basis.glb") in problems[0]
+    assert "sim=mesh" in problems[0] and "licensed by Matterport" in problems[0]
+    assert "python -m eqa_runner.data check express" in problems[0]
 
 
 def test_dry_run_lists_questions_without_scenes(tmp_path, compose_cfg, capsys):
     path = write_questions(tmp_path / "d" / "express-bench.json", [original_record(i) for i in
                                                                    range(50)])  # fmt: skip
-    cfg = compose_cfg(
-        ["task=express", "policy=re", f"task.data_dir={path.parent}", "run.dry_run=true",
-         "judge.model=offline"]
-    )  # fmt: skip
-    out = run(cfg)
+    args = ["task=express", "policy=re", f"task.data_dir={path.parent}", "run.dry_run=true",
+            "judge.model=offline"]  # fmt: skip
+    # the dry run checks the data: no scene is there, so nothing can run and nothing is estimated
+    out = run(compose_cfg(args))
+    assert out["episodes"] == 50 and out["missing_data"] == 50 and out["runnable"] == 0
+    assert out["estimate"]["policy"]["requests"] == 0
+    text = capsys.readouterr().out
+    assert "data: 50 of 50 episodes lack their scene or frames" in text
+    assert "`python -m eqa_runner.data check express` lists them" in text
+    # without the data check every selected episode is estimated
+    out = run(compose_cfg([*args, "task.check_data=false"]))
     assert out["dry_run"] and out["episodes"] == 50
     est = out["estimate"]["policy"]
     assert est["requests"] == 50 * (50 + 1)  # estimate_steps stop checks + one answer each

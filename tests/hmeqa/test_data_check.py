@@ -19,7 +19,8 @@ def test_check_demo_ok_and_missing_scene(tmp_path, hmeqa_demo, capsys):
     shutil.rmtree(data / "scenes" / "00002-DemoApt1")
     assert data_main(["check", "hmeqa", "--data-dir", str(data)]) == 1
     out = capsys.readouterr().out
-    assert "missing: scene 00002-DemoApt1: no mesh (.basis.glb)" in out
+    scene = data / "scenes" / "00002-DemoApt1" / "DemoApt1.basis.glb"  # the train layout
+    assert f"missing: scene 00002-DemoApt1: no scene file for sim=mesh at {scene}" in out
     assert "To stage the scenes" in out and "<NNNNN-id>/<id>.basis.navmesh" in out
 
 

@@ -97,7 +97,13 @@ def test_answer_step_applies_the_selected_rule_without_a_model():
         assert a.trace["rule_answers"] == {"weighted": "D", "max": "A"}
         assert a.trace["answer_path"] == "mixed" and a.trace["steps_asked"] == 3
         assert a.trace["answer_sources"] == {"logprobs": 2, "parsed": 1}
-    none = asyncio.run(HMEQAProtocol().answer(None, EP, None, SimpleNamespace(steps=steps[:1])))
+    # only a black step: upstream's uniform answer with P(Yes) 0.01 -> the first letter
+    black = SimpleNamespace(steps=steps[:1])
+    up = asyncio.run(HMEQAProtocol().answer(None, EP, None, black))
+    assert (
+        up.answer == "A" and up.trace["answer_step"] == 0 and up.trace["black_steps"] == "uniform"
+    )
+    none = asyncio.run(HMEQAProtocol(black_steps="skip").answer(None, EP, None, black))
     assert none.answer is None and none.trace["answer_path"] == "none"
 
 

@@ -68,20 +68,30 @@ def test_rules_skip_unanswered_steps_and_zero_unparsable_confidence():
         apply_rule("mean", steps)
 
 
-def test_parsed_ties_break_by_votes_then_first_letter():
+def test_ties_go_to_the_first_letter_and_votes_is_the_named_alternative():
     one_hot = {k: [float(i == k) for i in range(4)] for k in range(4)}
-    # both C (step 1) and A (steps 0, 2) at a confident step: A was chosen more often
+    # both C (step 0) and A (steps 1, 2) at a confident step: upstream takes the first letter, A
     assert rule_weighted([one_hot[2], one_hot[0], one_hot[0]], [1.0, 1.0, 1.0]).index == 0
-    # no confident step at all: the most chosen letter, not always A
-    assert rule_weighted([one_hot[3], one_hot[1], one_hot[3]], [0.0, 0.0, 0.0]).index == 3
-    # a full tie: the first letter (upstream's numpy argmax)
-    assert rule_weighted([one_hot[2], one_hot[1]], [1.0, 1.0]).index == 1
+    assert rule_weighted([one_hot[2], one_hot[3], one_hot[3]], [1.0, 1.0, 1.0]).index == 2
+    # tie_break=votes: the letter chosen more often (D)
+    assert rule_weighted([one_hot[2], one_hot[3], one_hot[3]], [1.0] * 3, "votes").index == 3
+    # no confident step at all: upstream's all-zero column max -> A; votes -> the most chosen
+    assert rule_weighted([one_hot[3], one_hot[1], one_hot[3]], [0.0, 0.0, 0.0]).index == 0
+    assert rule_weighted([one_hot[3], one_hot[1], one_hot[3]], [0.0] * 3, "votes").index == 3
+    # max: the argmax of r * p at the most confident step (r = 0 there: A, as upstream)
+    assert rule_max([one_hot[2]], [0.0]).index == 0
+    assert rule_max([one_hot[2]], [0.0], "votes").index == 2
 
 
 def test_rule_metrics_against_the_answer():
     assert rule_metrics(STEPS, "D") == {"success_weighted": 1.0, "success_max": 0.0}
     assert rule_metrics(STEPS, "A") == {"success_weighted": 0.0, "success_max": 1.0}
-    assert rule_metrics([{"step": 0, "black": True}], "A") == {}  # nothing asked: no rules
+    # a black step only: upstream's uniform answer and P(Yes) 0.01 -> A for both rules
+    black = [{"step": 0, "black": True}]
+    assert rule_metrics(black, "A") == {"success_weighted": 1.0, "success_max": 1.0}
+    # black=skip: no step with an answer, the episode still counts (as a failure)
+    assert rule_metrics(black, "A", black="skip") == {"success_weighted": 0.0, "success_max": 0.0}
+    assert rule_metrics([], "A") == {}  # a policy that did not explore
 
 
 # ------------------------------------------------------------------ per-step confidence

@@ -53,7 +53,9 @@ def test_bad_start_pose_names_record_and_field(compose_cfg, demo, value, message
 def test_missing_scene_fails_at_start_then_is_a_recorded_error(tmp_path, compose_cfg, demo):
     scene_dir = next((demo / "scenes" / "val").iterdir())
     shutil.rmtree(scene_dir)
-    with pytest.raises(DataError, match=rf"scene .*{scene_dir.name}: no mesh at") as e:
+    with pytest.raises(
+        DataError, match=rf"scene .*{scene_dir.name}: no scene file for sim=mesh at"
+    ) as e:
         run(compose_cfg([*BASE, f"task.data_dir={demo}"]))
     assert "task.scenes_dir" in str(e.value) and "task.check_data=false" in str(e.value)
     _, recs = _questions(demo)

@@ -52,7 +52,8 @@ class AEQAProtocolConfig(ProtocolConfig):
     image_format: str = one_of("png", IMAGE_FORMATS)
 
 
-AEQA_MISSING_RULES = ("zero", "blind_fallback", "exclude")
+AEQA_MISSING_RULES = ("blind_fallback", "zero", "exclude")
+AEQA_MISSING_PATH = ("weight0", "exclude")
 AEQA_PATH_LENGTHS = ("geodesic", "euclidean_xz")
 
 
@@ -61,11 +62,15 @@ class AEQAJudgeConfig(LLMMatchJudgeConfig):
     """``judge=aeqa``: LLM-Match and its path-efficiency-weighted form ``llm_match_spl``."""
 
     name: str = "aeqa"
-    # a question without prediction (no answer, or the policy failed): zero = scored 1 (0%,
-    # open-eqa's rule) | blind_fallback = the blind run's score, p = inf (3D-Mem's scorer) |
-    # exclude = left out of the means and counted
-    missing_prediction: str = one_of("zero", AEQA_MISSING_RULES)
+    # a question without prediction (no answer, the policy failed, no record): blind_fallback =
+    # the blind run's mark, p = inf, every blind question counted (3D-Mem-AEQA-Eval, the published
+    # rows; without blind_run_dir: scored as zero and the row is marked not comparable) |
+    # zero = scored 1 (0%, open-eqa's rule) | exclude = left out of the means and counted
+    missing_prediction: str = one_of("blind_fallback", AEQA_MISSING_RULES)
     blind_run_dir: str | None = None  # blind_fallback: a blind run on the same questions
+    # a judged question whose trace has no path length: weight0 = kept with weight 0 (upstream)
+    # | exclude = left out of the llm_match_spl mean
+    missing_path: str = one_of("weight0", AEQA_MISSING_PATH)
     # p of the weight: geodesic = the loop's hop lengths (path_len) | euclidean_xz = the hops'
     # top-down straight lengths (3D-Mem's measure, without its 0.1 m voxel quantisation)
     path_length: str = one_of("geodesic", AEQA_PATH_LENGTHS)

@@ -6,18 +6,29 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eqa_runner.data.checks import HM3D_INSTRUCTIONS, CheckReport, check_scene_files
+from eqa_runner.data.checks import (
+    HM3D_INSTRUCTIONS,
+    SIMULATORS,
+    CheckReport,
+    add_sim_arg,
+    check_scene_files,
+)
 
 
 def check_aeqa(
-    data_dir: Path, questions_file: Path | None = None, scenes_dir: Path | None = None
+    data_dir: Path,
+    questions_file: Path | None = None,
+    scenes_dir: Path | None = None,
+    sim: str = "mesh",
 ) -> CheckReport:
-    """Every A-EQA question has a start pose, a reference path length and its scene (a ``.glb``
-    + ``.navmesh``, or a demo ``.glb`` with its ``.scene.json``): each problem listed."""
+    """Every A-EQA question has a start pose, a reference path length and its scene, found by
+    the ``sim`` backend (the task's presence check, as a run and a dry run make it) with its
+    ``.navmesh`` (or a demo ``.glb`` with its ``.scene.json``): each problem listed."""
     from eqa_runner.benchmarks.aeqa.task import AEQATask, load_aeqa, load_path_lengths
 
     task = AEQATask(str(data_dir), str(questions_file) if questions_file else None,
-                    scenes_dir=str(scenes_dir) if scenes_dir else None)  # fmt: skip
+                    scenes_dir=str(scenes_dir) if scenes_dir else None,
+                    simulator=SIMULATORS[sim])  # fmt: skip
     lengths: dict[str, float] = {}
     rep = CheckReport("aeqa")
     if task.path_lengths_file.is_file():
@@ -34,7 +45,7 @@ def check_aeqa(
             for e in eps
             if e.meta["reference_path_length"] is None
         ]
-    express = check_scene_files(task.scenes_dir, eps, "aeqa")
+    express = check_scene_files(task.scenes_dir, eps, "aeqa", presence=task.missing(eps))
     rep.items, rep.stats = express.items, express.stats
     rep.missing += express.missing
     rep.broken += express.broken
@@ -45,8 +56,11 @@ def aeqa_instructions(args: argparse.Namespace, n_scenes: int) -> str:
     """The HM3D staging steps with A-EQA's scenes dir (every A-EQA scene is a val scene)."""
     scenes = Path(args.scenes_dir) if args.scenes_dir else Path(args.data_dir) / "scenes"
     return HM3D_INSTRUCTIONS.format(
-        scenes=scenes, data_dir=args.data_dir, n_val=str(n_scenes), n_train="0", benchmark="aeqa"
-    )
+        scenes=scenes, data_dir=args.data_dir, benchmark="aeqa", uids="hm3d_val_v0.2",
+        archives="val split only (hm3d-val-glb-v0.2.tar and the navmeshes, "
+        "hm3d-val-habitat-v0.2.tar; A-EQA needs no train scene)",
+        counts=f"{n_scenes} val scenes are",
+    )  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- fetch
@@ -55,13 +69,15 @@ def aeqa_instructions(args: argparse.Namespace, n_scenes: int) -> str:
 def add_check_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--questions-file", type=Path, default=None)
     p.add_argument("--scenes-dir", type=Path, default=None, help="default <data-dir>/scenes")
+    add_sim_arg(p)
 
 
 def check(args: argparse.Namespace) -> int:
     from eqa_runner.errors import DataError
 
     try:
-        rep = check_aeqa(Path(args.data_dir), args.questions_file, args.scenes_dir)
+        rep = check_aeqa(Path(args.data_dir), args.questions_file, args.scenes_dir,
+                         sim=args.sim)  # fmt: skip
     except DataError as e:
         print(f"FAILED: {e}")
         return 1

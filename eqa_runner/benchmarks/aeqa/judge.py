@@ -12,15 +12,24 @@ hop lengths (``judge.path_length=geodesic``, default) or the hops' top-down stra
 (``euclidean_xz``, 3D-Mem's measure); ``l`` from the trace (the task's reference length) or the
 episode. A policy that does not move (``blind``) has no ``p``: its ``llm_match_spl`` is n/a.
 
-A question without prediction — the answer is empty, or the policy failed on it (an error record
-of stage ``policy``) — is scored by ``judge.missing_prediction``:
+A question without prediction — the answer is empty, the policy failed on it (an error record
+of stage ``policy``), or (with a blind run) it has no record at all — is scored by
+``judge.missing_prediction``:
 
-* ``zero`` (default; open-eqa's ``evaluate-predictions.py``: a None prediction scores 0 %):
-  σ = 1 and weight 0, kept in both means;
-* ``blind_fallback`` (3D-Mem's A-EQA scorer): σ = the blind-answer mark of that question from
-  ``judge.blind_run_dir`` (a ``policy=blind`` run on the same questions) and ``p = ∞`` (weight 0);
-  a question the blind run did not score counts as ``zero``;
+* ``blind_fallback`` (default; 3D-Mem-AEQA-Eval's ``get-scores.py``, the scorer behind the
+  published 3D-Mem rows): the denominator is every question the blind run (``judge.blind_run_dir``,
+  a ``policy=blind`` run on the same questions) scored; a question without a mark takes the blind
+  mark and ``p = ∞`` (weight 0); a judged question outside the blind run is not counted. Without
+  ``judge.blind_run_dir`` the rule cannot apply: missing predictions score as ``zero`` and the
+  summary says the row is not comparable with the published rows;
+* ``zero`` (open-eqa's ``evaluate-predictions.py``: a None prediction scores 0 %): σ = 1 and
+  weight 0, kept in both means;
 * ``exclude`` (this project's convention elsewhere): left out of the means.
+
+A judged question without a path length (its trace has no ``path_len``) in a run that explores keeps
+its mark with weight 0 (``judge.missing_path=weight0``, upstream: ``p = ∞``), or is left out of the
+``llm_match_spl`` mean (``exclude``). Marks are used as recorded, ``(σ − 1)/4`` unclipped, as
+upstream (the project's judge parser only yields 1..5; a blind file may hold others).
 
 Every rule's uses are counted in the summary. A judge failure (unparsable reply, or an error
 record of stage ``judge``) is never a missing prediction: it is excluded and counted.
@@ -37,19 +46,24 @@ from pathlib import Path
 from typing import Any
 
 from eqa_runner import capabilities as cap
-from eqa_runner.benchmarks.aeqa.config import AEQA_MISSING_RULES, AEQA_PATH_LENGTHS
+from eqa_runner.benchmarks.aeqa.config import (
+    AEQA_MISSING_PATH,
+    AEQA_MISSING_RULES,
+    AEQA_PATH_LENGTHS,
+)
 from eqa_runner.benchmarks.aeqa.config import AEQAJudgeConfig as Schema
 from eqa_runner.benchmarks.openeqa_em.llm_match import LLMMatchJudge
 from eqa_runner.errors import ConfigError
 from eqa_runner.llm import LLMClient
 from eqa_runner.records import EPISODES_FILE, SUMMARY_FILE, final_records, read_records
 from eqa_runner.scoring.aggregate import clusters_of, interval_of
-from eqa_runner.scoring.efficiency import llm_match_spl, path_weight
+from eqa_runner.scoring.efficiency import path_weight
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
 
 log = logging.getLogger(__name__)
 
 NO_PREDICTION = "(no prediction: not judged)"
+BLIND_SELF = "self"  # judge.blind_run_dir=self: the run is the blind baseline itself
 HEADLINE = ("llm_match", "llm_match_spl")
 
 
@@ -69,8 +83,17 @@ def _nan(v: float | None) -> float:
 
 
 def load_blind_scores(source: Path) -> tuple[dict[str, int], str | None]:
-    """{question_id: mark 1..5} of a blind run's ok, judged records (``source``: its run dir or
-    one of its ``episodes*.jsonl``), and the judge model its summary names (if any)."""
+    """{question_id: mark} of a blind run's ok, judged records (``source``: its run dir or one of
+    its ``episodes*.jsonl``), and the judge model its summary names (if any)."""
+    scores, model, _ = load_blind_run(source)
+    return scores, model
+
+
+def load_blind_run(
+    source: Path,
+) -> tuple[dict[str, int], str | None, dict[str, EpisodeRecord]]:
+    """:func:`load_blind_scores` and the blind run's scored records by question id (in file
+    order), which stand in for questions the scored run has no record of."""
     if source.is_dir():
         jsonl, summary = source / EPISODES_FILE, source / SUMMARY_FILE
     else:  # episodes.jsonl / episodes.rejudged-<tag>.jsonl beside summary[.rejudged-<tag>].json
@@ -79,18 +102,21 @@ def load_blind_scores(source: Path) -> tuple[dict[str, int], str | None]:
             ".json"
         )
     recs = final_records(read_records(jsonl))
-    scores = {
-        i: int(s)
+    scored = {
+        i: r
         for i, r in recs.items()
-        if r["status"] == "ok" and r["judge_ok"] and (s := _num(r["metrics"].get("score_1to5")))
+        if r["status"] == "ok"
+        and r["judge_ok"]
+        and _num(r["metrics"].get("score_1to5")) is not None
     }
+    scores = {i: int(_num(r["metrics"].get("score_1to5")) or 0) for i, r in scored.items()}
     model = None
     if summary.is_file():
         try:
             model = json.loads(summary.read_text()).get("models", {}).get("judge")
         except (OSError, json.JSONDecodeError):
             model = None
-    return scores, model
+    return scores, model, scored
 
 
 class AEQAJudge(LLMMatchJudge):
@@ -107,6 +133,7 @@ class AEQAJudge(LLMMatchJudge):
         missing_prediction: str = Schema.missing_prediction,
         blind_run_dir: str | None = Schema.blind_run_dir,
         path_length: str = Schema.path_length,
+        missing_path: str = Schema.missing_path,
         strip_after_last_period: bool = Schema.strip_after_last_period,
         reask_unparsable: bool = Schema.reask_unparsable,
         **llm: Any,
@@ -121,16 +148,26 @@ class AEQAJudge(LLMMatchJudge):
             raise ConfigError(
                 f"judge.path_length={path_length}: expected one of {', '.join(AEQA_PATH_LENGTHS)}"
             )
+        if missing_path not in AEQA_MISSING_PATH:
+            raise ConfigError(
+                f"judge.missing_path={missing_path}: expected one of {', '.join(AEQA_MISSING_PATH)}"
+            )
         self.missing_prediction = missing_prediction
         self.path_length = path_length
-        self.blind_run_dir = Path(blind_run_dir) if blind_run_dir else None
-        if missing_prediction == "blind_fallback":
+        self.missing_path = missing_path
+        # "self": this run is the blind baseline (its own marks are the blind file)
+        self.is_blind_baseline = blind_run_dir == BLIND_SELF
+        self.blind_run_dir = (
+            Path(blind_run_dir) if blind_run_dir and not self.is_blind_baseline else None
+        )
+        # blind_fallback without a blind run cannot apply: missing predictions score as zero
+        self.applied_rule = (
+            "zero"
+            if missing_prediction == "blind_fallback" and self.blind_run_dir is None
+            else missing_prediction
+        )
+        if missing_prediction == "blind_fallback" and self.blind_run_dir is not None:
             src = self.blind_run_dir
-            if src is None:
-                raise ConfigError(
-                    "judge.missing_prediction=blind_fallback needs judge.blind_run_dir: the run "
-                    "dir of a policy=blind run on the same questions (experiment=aeqa_blind)."
-                )
             if not (src / EPISODES_FILE if src.is_dir() else src).is_file():
                 raise ConfigError(
                     f"judge.blind_run_dir={src}: no {EPISODES_FILE} there; run the blind "
@@ -176,10 +213,18 @@ class AEQAJudge(LLMMatchJudge):
         s = await super().score(episode, prediction, llm, prompts_dir)
         if not s.ok:
             return s
+        return Score(ok=True, raw=s.raw, metrics={**s.metrics, **self.judged_metrics(path, s)})
+
+    @staticmethod
+    def judged_metrics(path: dict[str, float], s: Score) -> dict[str, float]:
+        """A judged question's path metrics and ``llm_match_spl`` (NaN without a path or a
+        reference length)."""
         mark = int(s.metrics["score_1to5"])
-        ref = _num(path.get("reference_path_length"))
-        spl = llm_match_spl(mark, ref, path["path_len"]) if path["has_path"] else None
-        return Score(ok=True, raw=s.raw, metrics={**s.metrics, **path, "llm_match_spl": _nan(spl)})
+        if not path["has_path"]:
+            return {**path, "llm_match_spl": math.nan}
+        w = path_weight(_num(path.get("reference_path_length")), path["path_len"])
+        spl = None if w is None else (mark - 1) / 4 * w  # unclipped, as upstream
+        return {**path, "llm_match_spl": _nan(spl)}
 
     # -------------------------------------------------------------- aggregation
     def _missing_kind(self, r: EpisodeRecord) -> str | None:
@@ -191,7 +236,7 @@ class AEQAJudge(LLMMatchJudge):
 
     def progress_value(self, metrics: Mapping[str, float | None]) -> float | None:
         if metrics.get("missing_prediction"):
-            return None if self.missing_prediction == "exclude" else 0.0
+            return None if self.applied_rule == "exclude" else 0.0
         return metrics.get("llm_match")
 
     def episode_values(self, records: Sequence[EpisodeRecord]) -> dict[str, dict[str, float]]:
@@ -211,7 +256,7 @@ class AEQAJudge(LLMMatchJudge):
         interval: str = "cluster",
     ) -> dict[str, Any]:
         vals, counts, blind, blind_model = self._values(records)
-        clusters = clusters_of(records)
+        clusters = clusters_of([r for r, _, _ in vals])  # blind stand-ins too
 
         def ci(xs: dict[str, float]) -> dict[str, Any]:
             return interval_of(xs, clusters, method=interval, scale=100.0,
@@ -234,45 +279,89 @@ class AEQAJudge(LLMMatchJudge):
     ) -> tuple[
         list[tuple[EpisodeRecord, float, float | None]], dict[str, int], dict[str, int], Any
     ]:
-        """(record, llm_match, llm_match_spl) per counted question, the counts, blind scores."""
-        blind: dict[str, int] = {}
-        blind_model = None
-        if self.missing_prediction == "blind_fallback" and self.blind_run_dir is not None:
-            blind, blind_model = load_blind_scores(self.blind_run_dir)
-        explores = any(r["metrics"].get("has_path") for r in records if r["status"] == "ok")
-        counts = {"judged": 0, "no_reference_length": 0, "judge_failed": 0,
-                  "missing_empty": 0, "missing_policy_error": 0, "blind_fallback_used": 0,
-                  "blind_fallback_absent": 0}  # fmt: skip
-        # per question: (record, llm_match in [0,1], llm_match_spl in [0,1] or None)
-        vals: list[tuple[EpisodeRecord, float, float | None]] = []
-        for r in records:
-            kind = self._missing_kind(r)
-            if kind is None:
-                if r["status"] != "ok" or not r["judge_ok"]:
-                    counts["judge_failed"] += 1
-                    continue
-                m = r["metrics"]
-                lm = _num(m.get("llm_match"))
-                if lm is None:
-                    counts["judge_failed"] += 1
-                    continue
-                spl = _num(m.get("llm_match_spl"))
-                if spl is None and m.get("has_path"):
-                    counts["no_reference_length"] += 1
-                counts["judged"] += 1
-                vals.append((r, lm, spl))
-                continue
-            counts[f"missing_{kind}"] += 1
-            if self.missing_prediction == "exclude":
-                continue
-            lm = 0.0
-            if self.missing_prediction == "blind_fallback":
-                mark = blind.get(r["episode_id"])
-                counts["blind_fallback_used" if mark else "blind_fallback_absent"] += 1
-                lm = 0.0 if mark is None else (min(max(mark, 1), 5) - 1) / 4
-            vals.append((r, lm, 0.0 if explores else None))
+        """(record, llm_match, llm_match_spl) per counted question, the counts, blind scores.
 
+        With ``blind_fallback`` and a blind run the counted questions are the blind run's (in its
+        order after the records'): one without a record is a missing prediction (``not_run``)
+        standing on the blind record; a record outside the blind run is left out."""
+        blind: dict[str, int] = {}
+        blind_model: Any = None
+        blind_recs: dict[str, EpisodeRecord] = {}
+        if self.applied_rule == "blind_fallback" and self.blind_run_dir is not None:
+            blind, blind_model, blind_recs = load_blind_run(self.blind_run_dir)
+        explores = any(r["metrics"].get("has_path") for r in records if r["status"] == "ok")
+        counts = dict.fromkeys(("judged", "no_reference_length", "no_path_length", "judge_failed",
+                                "missing_empty", "missing_policy_error", "missing_not_run",
+                                "outside_blind_run", "blind_fallback_used",
+                                "blind_fallback_absent"), 0)  # fmt: skip
+        # per question: (record, llm_match, llm_match_spl or None); marks unclipped (upstream)
+        vals: list[tuple[EpisodeRecord, float, float | None]] = []
+        seen: set[str] = set()
+        for r in records:
+            if blind_recs and str(r["episode_id"]) not in blind_recs:
+                counts["outside_blind_run"] += 1
+                continue
+            seen.add(str(r["episode_id"]))
+            kind = self._missing_kind(r)
+            v = (self._judged(r, explores, counts) if kind is None
+                 else self._missing(r, f"missing_{kind}", blind, explores, counts))  # fmt: skip
+            if v is not None:
+                vals.append(v)
+        for i, r in blind_recs.items():
+            if i not in seen and (v := self._missing(r, "missing_not_run", blind, True, counts)):
+                vals.append(v)
         return vals, counts, blind, blind_model
+
+    def _judged(
+        self, r: EpisodeRecord, explores: bool, counts: dict[str, int]
+    ) -> tuple[EpisodeRecord, float, float | None] | None:
+        if (
+            r["status"] != "ok"
+            or not r["judge_ok"]
+            or (lm := _num(r["metrics"].get("llm_match"))) is None
+        ):
+            counts["judge_failed"] += 1
+            return None
+        m = r["metrics"]
+        spl = _num(m.get("llm_match_spl"))
+        if spl is None and m.get("has_path"):
+            counts["no_reference_length"] += 1
+        elif spl is None and explores:  # judged, but the trace has no path length
+            counts["no_path_length"] += 1
+            spl = 0.0 if self.missing_path == "weight0" else None
+        counts["judged"] += 1
+        return r, lm, spl
+
+    def _missing(
+        self, r: EpisodeRecord, kind: str, blind: dict[str, int], explores: bool,
+        counts: dict[str, int],
+    ) -> tuple[EpisodeRecord, float, float | None] | None:  # fmt: skip
+        counts[kind] += 1
+        if self.applied_rule == "exclude":
+            return None
+        if self.applied_rule == "zero":
+            return r, 0.0, 0.0 if explores else None
+        mark = blind.get(str(r["episode_id"]))
+        counts["blind_fallback_used" if mark is not None else "blind_fallback_absent"] += 1
+        return r, 0.0 if mark is None else (mark - 1) / 4, 0.0  # p = inf: weight 0
+
+    def comparability(self) -> dict[str, Any]:
+        """Whether this row can stand beside the published A-EQA rows (3D-Mem's scorer)."""
+        why = []
+        if self.missing_prediction != "blind_fallback":
+            why.append(f"judge.missing_prediction={self.missing_prediction} (published: "
+                       "blind_fallback)")  # fmt: skip
+        elif self.blind_run_dir is None and not self.is_blind_baseline:
+            why.append("scored without a blind run (judge.blind_run_dir is unset), so missing "
+                       "predictions scored 0 instead of the blind answer's mark")  # fmt: skip
+        if self.missing_path != "weight0":
+            why.append(f"judge.missing_path={self.missing_path} (published: weight0)")
+        if not why:
+            what = "the blind baseline" if self.is_blind_baseline else "scored"
+            return {"comparable": True,
+                    "note": f"{what} as the published rows (3D-Mem-AEQA-Eval)"}  # fmt: skip
+        return {"comparable": False, "note": "NOT comparable with the published A-EQA rows: "
+                + "; ".join(why) + ". Run experiment=aeqa_published (docs/aeqa.md)."}  # fmt: skip
 
     def _summary(
         self,
@@ -290,9 +379,12 @@ class AEQAJudge(LLMMatchJudge):
                 "A-EQA in percent over the questions: llm_match = mean 100*(s-1)/4 (LLM-Match); "
                 "llm_match_spl = mean 100*(s-1)/4 * l/max(l, p) (efficiency-weighted LLM-Match; "
                 f"p = {self.path_length} path length, l = reference path length). Missing "
-                f"predictions: {self.missing_prediction}."
+                f"predictions: {self.applied_rule}. {self.comparability()['note']}"
             ),
             "missing_prediction": self.missing_prediction,
+            "missing_prediction_applied": self.applied_rule,
+            "missing_path": self.missing_path,
+            "published_comparability": self.comparability(),
             "path_length": self.path_length,
             "counts_aeqa": counts,
             "by_category": groups("category"),
@@ -303,7 +395,7 @@ class AEQAJudge(LLMMatchJudge):
                 for s in range(1, 6)
             },
         }
-        if self.missing_prediction == "blind_fallback":
+        if self.applied_rule == "blind_fallback":
             out["blind_fallback"] = {"source": str(self.blind_run_dir), "judge_model": blind_model,
                                      "questions": len(blind)}  # fmt: skip
             mine = self.llm_overrides.get("model")

@@ -29,13 +29,22 @@ from eqa_runner.benchmarks.openeqa_em.task import load_questions as load_openeqa
 from eqa_runner.errors import DataError
 from eqa_runner.sim.base import parse_scene_id
 from eqa_runner.tasks.base import Task
-from eqa_runner.tasks.scenes import scene_problems, simulator_stub
+from eqa_runner.tasks.scenes import missing_by_episode, missing_scenes, simulator_stub
 from eqa_runner.types import Episode
 
 POSES_FILE = "aeqa_questions-184.json"
 OPENEQA_FILE = "open-eqa-v0.json"
 PATH_LENGTHS_FILE = "gt_path_length.json"
-FETCH_HINT = "python -m eqa_runner.data check aeqa"  # the staging steps: docs/aeqa.md (Data)
+# HM3D is licensed: the check prints how access is obtained and where the val scenes go
+FETCH_HINT = (
+    "the HM3D v0.2 val scenes are licensed by Matterport: `python -m eqa_runner.data check aeqa` "
+    "prints how to get access and stage them"
+)
+SOURCES = {  # where each published file comes from (docs/aeqa.md, Data)
+    "reference path lengths": "yyuncong/3D-Mem-AEQA-Eval data/gt_path_length.json",
+    "question file": "UMass-Embodied-AGI/3D-Mem data/aeqa_questions-184.json",
+    "OpenEQA question file": "facebookresearch/open-eqa data/open-eqa-v0.json",
+}
 _POS = ("position", "start_position")
 _ROT = ("rotation", "start_rotation")
 _SCENE = ("episode_history", "scene_id", "scene")
@@ -45,10 +54,17 @@ def _read_json(path: Path, what: str) -> Any:
     try:
         return json.loads(Path(path).read_text(encoding="utf-8-sig"))
     except FileNotFoundError:
+        src = f" (from {SOURCES[what]})" if what in SOURCES else ""
+        off = (
+            ", or pass task.require_path_lengths=false to run without them (llm_match_spl "
+            "is then left out)"
+            if what == "reference path lengths"
+            else ""
+        )
         raise DataError(
-            f"{path}: {what} not found. Set task.data_dir (or the file's task key), stage "
+            f"{path}: {what} not found{src}. Set task.data_dir (or the file's task key), stage "
             "the files as docs/aeqa.md (Data) says, or write the offline demo with "
-            "`python -m eqa_runner.demo <dir>` and task.data_dir=<dir>/aeqa."
+            f"`python -m eqa_runner.demo <dir>` and task.data_dir=<dir>/aeqa{off}."
         ) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise DataError(f"{path}: not valid JSON ({e}). Re-download or fix the file.") from None
@@ -223,9 +239,20 @@ class AEQATask(Task):
     def resolve_scene(self, episode: Episode, sim: Any) -> Any:
         return sim.resolve_scene(self.scenes_dir, episode.scene)
 
-    def check(self, episodes: Sequence[Episode]) -> list[str]:
+    def missing(self, episodes: Sequence[Episode]) -> dict[str, str]:
+        """Questions whose (val) scene the selected backend cannot find."""
         sim = simulator_stub(self.simulator)
-        problems = scene_problems((e.scene for e in episodes), self.scenes_dir, sim, FETCH_HINT)
+
+        def expected(scene: str) -> Path:
+            _, d, h = parse_scene_id(scene)
+            return self.scenes_dir / "val" / d / f"{h}.basis.glb"
+
+        scenes = missing_scenes((e.scene for e in episodes), self.scenes_dir, sim, FETCH_HINT,
+                                expected)  # fmt: skip
+        return missing_by_episode(episodes, scenes)
+
+    def check(self, episodes: Sequence[Episode]) -> list[str]:
+        problems = super().check(episodes)
         if self.require_path_lengths:
             problems += [
                 f"question {e.episode_id}: no reference path length in {self.path_lengths_file}"

@@ -8,7 +8,9 @@ from pathlib import Path
 
 from eqa_runner.data.checks import (
     HM3D_INSTRUCTIONS,
+    SIMULATORS,
     CheckReport,
+    add_sim_arg,
     check_scene_files,
     fetch_raw_files,
 )
@@ -24,16 +26,21 @@ def check_express(
     questions_file: Path | None = None,
     scenes_dir: Path | None = None,
     poses: bool = False,
+    sim: str = "mesh",
 ) -> CheckReport:
-    """Every question's scene has a ``.glb`` + ``.navmesh`` (or a demo ``.glb``/``.ply`` with its
+    """Every question's scene is found by the ``sim`` backend (the task's presence check, the
+    one a run and a dry run make) and has a ``.navmesh`` (or is a demo ``.glb``/``.ply`` with its
     ``.scene.json``: the navmesh is baked at load), non-empty."""
-    from eqa_runner.benchmarks.express.task import QUESTIONS_FILE, load_questions
+    from eqa_runner.benchmarks.express.task import QUESTIONS_FILE, ExpressTask, load_questions
 
     data_dir = Path(data_dir)
     qfile = Path(questions_file) if questions_file else data_dir / QUESTIONS_FILE
     scenes_dir = Path(scenes_dir) if scenes_dir else data_dir / "scenes"
     eps = load_questions(qfile)
-    rep = check_scene_files(scenes_dir, eps, "express", lambda e: e.meta.get("split", "all"))
+    task = ExpressTask(str(data_dir), questions_file=str(qfile), scenes_dir=str(scenes_dir),
+                       simulator=SIMULATORS[sim])  # fmt: skip
+    rep = check_scene_files(scenes_dir, eps, "express", lambda e: e.meta.get("split", "all"),
+                            presence=task.missing(eps))  # fmt: skip
     if poses and not rep.missing and not rep.broken:
         rep.broken += off_floor_poses(scenes_dir, eps)
     return rep
@@ -86,12 +93,12 @@ def express_instructions(data_dir: Path) -> str:
     except Exception:
         pass
     return HM3D_INSTRUCTIONS.format(
-        scenes=Path(data_dir) / "scenes",
-        data_dir=data_dir,
-        n_val=n_val,
-        n_train=n_train,
-        benchmark="express",
-    )
+        scenes=Path(data_dir) / "scenes", data_dir=data_dir, benchmark="express",
+        uids="hm3d_val_v0.2 hm3d_train_v0.2",
+        archives='"<split>-glb" (hm3d-<split>-glb-v0.2.tar) and "<split>-habitat" (navmeshes, '
+        "hm3d-<split>-habitat-v0.2.tar) archives of the val and train splits",
+        counts=f"{n_val} val and {n_train} train scenes are",
+    )  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -119,15 +126,15 @@ def add_check_args(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also load every scene and list starts/goals off the navigable floor",
     )
+    add_sim_arg(p)
 
 
 def check(args: argparse.Namespace) -> int:
     from eqa_runner.errors import DataError
 
     try:
-        rep = check_express(
-            Path(args.data_dir), args.questions_file, args.scenes_dir, poses=args.poses
-        )
+        rep = check_express(Path(args.data_dir), args.questions_file, args.scenes_dir,
+                            poses=args.poses, sim=args.sim)  # fmt: skip
     except DataError as e:
         print(f"FAILED: {e}")
         return 1

@@ -29,13 +29,17 @@ from eqa_runner.benchmarks.express.config import ExpressTaskConfig
 from eqa_runner.errors import DataError
 from eqa_runner.sim.base import parse_scene_id
 from eqa_runner.tasks.base import Task
-from eqa_runner.tasks.scenes import scene_key, scene_problems, simulator_stub
+from eqa_runner.tasks.scenes import missing_by_episode, missing_scenes, scene_key, simulator_stub
 from eqa_runner.types import Episode
 
 QUESTIONS_FILE = "express-bench.json"
 TYPES = ("object", "existence", "attribute", "location", "state", "knowledge", "counting")
 VAL_MIN_SCENE = 800  # HM3D scenes 00800-00899 are the val split, 00000-00799 train
-FETCH_HINT = "python -m eqa_runner.data fetch express"
+FETCH_HINT = "python -m eqa_runner.data fetch express"  # the question file and prompts
+SCENES_HINT = (
+    "the HM3D v0.2 scenes are licensed by Matterport: `python -m eqa_runner.data check express` "
+    "prints how to get access and stage them"
+)
 
 # field -> accepted keys, in order of preference (a dotted key looks inside a nested object)
 _ALIASES: dict[str, tuple[str, ...]] = {
@@ -241,9 +245,17 @@ class ExpressTask(Task):
     def resolve_scene(self, episode: Episode, sim: Any) -> Any:
         return sim.resolve_scene(self.scenes_dir, episode.scene)
 
-    def check(self, episodes: Sequence[Episode]) -> list[str]:
-        sim = self.make_simulator_stub()
-        return scene_problems((e.scene for e in episodes), self.scenes_dir, sim, FETCH_HINT)
+    def missing(self, episodes: Sequence[Episode]) -> dict[str, str]:
+        """Episodes whose scene the selected backend cannot find; the message names the HM3D
+        layout (``scenes/<split>/<NNNNN-id>/<id>.basis.glb``)."""
+
+        def expected(scene: str) -> Path:
+            split, d, h = parse_scene_id(scene)
+            return self.scenes_dir / (split or "val") / d / f"{h}.basis.glb"
+
+        scenes = missing_scenes((e.scene for e in episodes), self.scenes_dir,
+                                self.make_simulator_stub(), SCENES_HINT, expected)  # fmt: skip
+        return missing_by_episode(episodes, scenes)
 
     def describe(self) -> dict[str, Any]:
         digest = None

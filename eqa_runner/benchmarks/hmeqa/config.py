@@ -26,6 +26,7 @@ class HMEQATaskConfig(TaskConfig):
     split: str = one_of("all", ("all",))  # HM-EQA is one set of 500 questions
     categories: list[str] | None = None  # keep these labels (location, existence, state, ...)
     scenes: list[str] | None = None  # optional scene ids to keep, e.g. [00004-VqCaAuuoeWk]
+    simulator: str = "${sim._target_}"  # backend class that resolves scene files in check()
 
 
 HMEQA_ANSWER_RULES = ("weighted", "max")
@@ -43,6 +44,10 @@ class HMEQAProtocolConfig(ProtocolConfig):
     stop_confidence: float | None = bounded(None, ge=0, le=1)
     # alternatives per token asked for (logprobs path); null: never ask (parse path only)
     top_logprobs: int | None = bounded(20, ge=1, le=20)
+    # a black step: uniform = upstream (uniform answer, P(Yes) 0.01, kept in both rules) | skip
+    black_steps: str = one_of("uniform", ("uniform", "skip"))
+    # ties between letters: first = upstream (numpy argmax) | votes = the larger sum of p_t[k]
+    tie_break: str = one_of("first", ("first", "votes"))
 
 
 @dataclass

@@ -4,15 +4,15 @@ the HM3D train scenes (licensed: staging steps printed) and their check."""
 from __future__ import annotations
 
 import argparse
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 
 from eqa_runner.data.checks import (
-    GLB_SUFFIXES,
-    NAVMESH_SUFFIXES,
+    SIMULATORS,
     CheckReport,
+    add_sim_arg,
+    check_scene_files,
     fetch_raw_files,
-    find_scene,
 )
 
 HMEQA_BASE_URL = (
@@ -62,9 +62,11 @@ def check_hmeqa(
     questions_file: Path | None = None,
     scenes_dir: Path | None = None,
     poses_file: Path | None = None,
+    sim: str = "mesh",
 ) -> tuple[CheckReport, list[str]]:
-    """Both CSV files load (every question's scene floor has a start pose) and every scene has
-    a ``.basis.glb`` + ``.basis.navmesh`` (or a demo ``.glb`` with its ``.scene.json``).
+    """Both CSV files load (every question's scene floor has a start pose) and every scene is
+    found by the ``sim`` backend (the task's presence check, as a run and a dry run make it) with
+    its ``.basis.navmesh`` (or is a demo ``.glb`` with its ``.scene.json``).
     Returns the report and notes (category counts, padding, answers on a padding option)."""
     from eqa_runner.benchmarks.hmeqa.task import HMEQATask
 
@@ -74,32 +76,11 @@ def check_hmeqa(
         questions_file=str(questions_file) if questions_file else None,
         poses_file=str(poses_file) if poses_file else None,
         scenes_dir=str(scenes_dir) if scenes_dir else None,
+        simulator=SIMULATORS[sim],
     )
     eps = task.load_episodes()
-    rep = CheckReport("hmeqa", questions=len(eps))
-    by_scene: dict[str, list] = defaultdict(list)
-    for e in eps:
-        by_scene[e.scene].append(e)
-    rep.items = len(by_scene)
-    st = rep.stats.setdefault("all", {"expected": len(by_scene), "present": 0, "questions": 0})
-    st["questions"] = len(eps)
-    for scene in sorted(by_scene):
-        glb = find_scene(task.scenes_dir, scene, GLB_SUFFIXES)
-        nav = find_scene(task.scenes_dir, scene, NAVMESH_SUFFIXES)
-        demo = find_scene(task.scenes_dir, scene, (".scene.json",))
-        files = [glb] if glb and demo and not nav else [glb, nav]
-        if not all(files):
-            what = "mesh (.basis.glb)" if not glb else "navmesh (.basis.navmesh)"
-            rep.missing.append(
-                f"scene {scene}: no {what} under {task.scenes_dir} "
-                f"({len(by_scene[scene])} questions)"
-            )
-            continue
-        empty = [str(p) for p in files if p is not None and p.stat().st_size == 0]
-        if empty:
-            rep.broken.extend(f"{p}: empty file" for p in empty)
-            continue
-        st["present"] += 1
+    rep = check_scene_files(task.scenes_dir, eps, "hmeqa", lambda e: "all",
+                            presence=task.missing(eps))  # fmt: skip
     cats = Counter(e.category for e in eps)
     padded = Counter(len(e.meta["padding"]) for e in eps)
     on_pad = [e for e in eps if e.meta.get("answer_is_padding")]
@@ -134,13 +115,15 @@ def fetch(args: argparse.Namespace) -> int:
 def add_check_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--questions-file", type=Path, default=None)
     p.add_argument("--scenes-dir", type=Path, default=None, help="default <data-dir>/scenes")
+    add_sim_arg(p)
 
 
 def check(args: argparse.Namespace) -> int:
     from eqa_runner.errors import DataError
 
     try:
-        rep, notes = check_hmeqa(Path(args.data_dir), args.questions_file, args.scenes_dir)
+        rep, notes = check_hmeqa(Path(args.data_dir), args.questions_file, args.scenes_dir,
+                                 sim=args.sim)  # fmt: skip
     except DataError as e:
         print(f"FAILED: {e}")
         return 1

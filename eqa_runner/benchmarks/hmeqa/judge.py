@@ -4,8 +4,10 @@ Per episode: ``accuracy`` 1/0 (an unparsable answer, ``prediction`` null, is cou
 ``unparsable`` and scores 0: it is never mapped to a letter), and, when the exploration recorded
 per-step answers and confidences, upstream's two aggregate rules recomputed from those steps:
 ``success_weighted`` (argmax_k max_t r_t·p_t[k]) and ``success_max`` (the answer at the most
-confident step), :mod:`eqa_runner.benchmarks.hmeqa.choice_rules`. The run's own answer is the one of
-``protocol.answer_rule``; both rules are always reported.
+confident step), :mod:`eqa_runner.benchmarks.hmeqa.choice_rules`, with the trace's
+``black_steps`` and ``tie_break`` (upstream's by default: a black step enters with a uniform
+answer and P(Yes) = 0.01, ties go to the first letter). The run's own answer is the one of
+``protocol.answer_rule``; both rules are always reported, over the same episodes as ``accuracy``.
 """
 
 from __future__ import annotations
@@ -38,16 +40,22 @@ def chosen_letter(answer: str | None, n_options: int = 4) -> str | None:
 
 
 def rule_metrics(
-    steps: Sequence[dict[str, Any]], answer: str, n_options: int = 4
+    steps: Sequence[dict[str, Any]],
+    answer: str,
+    n_options: int = 4,
+    *,
+    black: str = "uniform",
+    tie_break: str = "first",
 ) -> dict[str, float]:
-    """``success_weighted`` / ``success_max`` from per-step records ({} when none were asked)."""
-    asked = [s for s in steps if "answer_source" in s]
-    if not asked:
+    """``success_weighted`` / ``success_max`` from per-step records ({} without any step: a
+    policy that did not explore). Every exploring episode gets both (0 when no step has an
+    answer), so they share accuracy's denominator."""
+    if not steps:
         return {}
     letters = option_letters(n_options)
     out = {}
     for rule in ("weighted", "max"):
-        k = apply_rule(rule, asked).index
+        k = apply_rule(rule, steps, n_options=n_options, black=black, tie_break=tie_break).index
         out[f"success_{rule}"] = float(k is not None and letters[k] == answer)
     return out
 
@@ -82,7 +90,9 @@ class HMEQAJudge(Judge):
             "accuracy": float(letter is not None and letter == episode.answer),
             "unparsable": float(letter is None),
         }
-        metrics.update(rule_metrics(trace.get("steps") or [], episode.answer, n))
+        black, ties = trace.get("black_steps", "uniform"), trace.get("tie_break", "first")
+        steps = trace.get("steps") or []
+        metrics.update(rule_metrics(steps, episode.answer, n, black=black, tie_break=ties))
         raw = f"exact match: {letter or 'unparsable'} vs {episode.answer}"
         return Score(ok=True, raw=raw, metrics=metrics)
 

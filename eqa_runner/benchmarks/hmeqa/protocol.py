@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from eqa_runner.benchmarks.hmeqa.choice_rules import RULES, apply_rule
+from eqa_runner.benchmarks.hmeqa.choice_rules import BLACK_STEPS, RULES, TIE_BREAKS, apply_rule
 from eqa_runner.benchmarks.hmeqa.config import HMEQAProtocolConfig as Schema
 from eqa_runner.llm import OFFLINE_TAG, ImagePart, Message, RequestEstimate, user
 from eqa_runner.llm.choice import option_letters, pick
@@ -114,10 +114,19 @@ class HMEQAProtocol(ExploreProtocol):
         answer_rule: str = Schema.answer_rule,
         stop_confidence: float | None = Schema.stop_confidence,
         top_logprobs: int | None = Schema.top_logprobs,
+        black_steps: str = Schema.black_steps,
+        tie_break: str = Schema.tie_break,
     ) -> None:
         if answer_rule not in RULES:
             raise ValueError(f"protocol.answer_rule={answer_rule!r}: expected weighted or max")
+        if black_steps not in BLACK_STEPS or tie_break not in TIE_BREAKS:
+            raise ValueError(
+                f"protocol.black_steps={black_steps!r} / protocol.tie_break={tie_break!r}: "
+                f"expected {' or '.join(BLACK_STEPS)} / {' or '.join(TIE_BREAKS)}"
+            )
         self.answer_rule = answer_rule
+        self.black_steps = black_steps
+        self.tie_break = tie_break
         self.stop_confidence = stop_confidence
         self.top_logprobs = top_logprobs
 
@@ -185,12 +194,22 @@ class HMEQAProtocol(ExploreProtocol):
     async def answer(
         self, policy: ExplorePolicy, episode: Episode, ctx: EpisodeContext, x: Exploration
     ) -> AnswerStep:
-        """The selected rule over the recorded steps (no model call); None when no step has a
-        parsable answer (counted, never scored as a choice)."""
+        """The selected rule over the recorded steps (no model call; black steps as
+        ``black_steps`` says); None when no step has an answer (counted, never scored as a
+        choice)."""
         t1 = time.perf_counter()
         letters = option_letters(len(episode.meta["choices"]))
         asked = [s for s in x.steps if "answer_source" in s]
-        results = {rule: apply_rule(rule, asked) for rule in RULES}
+        results = {
+            rule: apply_rule(
+                rule,
+                x.steps,
+                n_options=len(letters),
+                black=self.black_steps,
+                tie_break=self.tie_break,
+            )  # fmt: skip
+            for rule in RULES
+        }
         chosen = results[self.answer_rule]
         letter = None if chosen.index is None else letters[chosen.index]
         return AnswerStep(
@@ -209,6 +228,8 @@ class HMEQAProtocol(ExploreProtocol):
                 "confidence_sources": dict(Counter(s["confidence_source"] for s in asked)),
                 "unparsable_steps": sum(1 for s in asked if s["answer_source"] == "unparsable"),
                 "steps_asked": len(asked),
+                "black_steps": self.black_steps,
+                "tie_break": self.tie_break,
                 "stop_confidence": self.stop_confidence,
                 "choices": list(episode.meta["choices"]),
             },

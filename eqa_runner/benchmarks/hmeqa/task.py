@@ -30,8 +30,9 @@ from typing import Any
 from eqa_runner import capabilities as cap
 from eqa_runner.benchmarks.hmeqa.config import HMEQATaskConfig as Schema
 from eqa_runner.errors import DataError
+from eqa_runner.sim.base import parse_scene_id
 from eqa_runner.tasks.base import Task
-from eqa_runner.tasks.scenes import scene_key, scene_problems, simulator_stub
+from eqa_runner.tasks.scenes import missing_by_episode, missing_scenes, scene_key, simulator_stub
 from eqa_runner.types import Episode
 
 QUESTIONS_FILE = "questions.csv"
@@ -39,7 +40,11 @@ POSES_FILE = "scene_init_poses.csv"
 PADDING = "(Do not choose this option)"
 LETTERS = "ABCD"
 CATEGORIES = ("location", "existence", "state", "identification", "count")
-FETCH_HINT = "python -m eqa_runner.data fetch hmeqa"
+FETCH_HINT = "python -m eqa_runner.data fetch hmeqa"  # the two CSV files (explore-eqa data/)
+SCENES_HINT = (
+    "the HM3D v0.2 train scenes are licensed by Matterport: `python -m eqa_runner.data check "
+    "hmeqa` prints how to get access and stage them"
+)
 
 _Q_ALIASES = {
     "scene": ("scene", "scene_id"),
@@ -245,9 +250,18 @@ class HMEQATask(Task):
     def resolve_scene(self, episode: Episode, sim: Any) -> Any:
         return sim.resolve_scene(self.scenes_dir, episode.scene)
 
-    def check(self, episodes: Sequence[Episode]) -> list[str]:
+    def missing(self, episodes: Sequence[Episode]) -> dict[str, str]:
+        """Questions whose scene the selected backend cannot find; the message names the train
+        layout upstream reads (``scenes/<NNNNN-id>/<id>.basis.glb``)."""
         sim = simulator_stub(self.simulator)
-        return scene_problems((e.scene for e in episodes), self.scenes_dir, sim, FETCH_HINT)
+
+        def expected(scene: str) -> Path:
+            _, d, h = parse_scene_id(scene)
+            return self.scenes_dir / d / f"{h}.basis.glb"
+
+        scenes = missing_scenes((e.scene for e in episodes), self.scenes_dir, sim, SCENES_HINT,
+                                expected)  # fmt: skip
+        return missing_by_episode(episodes, scenes)
 
     def describe(self) -> dict[str, Any]:
         def digest(p: Path) -> str | None:

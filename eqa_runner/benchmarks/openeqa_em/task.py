@@ -214,13 +214,17 @@ class OpenEQATask(Task):
             )
         return frames
 
-    def check(self, episodes: Sequence[Episode]) -> list[str]:
-        problems = []
+    def missing(self, episodes: Sequence[Episode]) -> dict[str, str]:
+        """Questions whose episode folder has no RGB frames (one listing per folder)."""
+        bad = {}
         for hist in sorted({e.scene for e in episodes}):
             d = self.episodes_dir / hist
             if not list_frames(d):
-                problems.append(f"{d}: {'missing' if not d.exists() else 'no RGB frames'}")
-        return problems
+                bad[hist] = (
+                    f"{d}: {'missing' if not d.exists() else 'no RGB frames'} (the episode "
+                    "frames: `python -m eqa_runner.data fetch openeqa`, or task.episodes_dir)"
+                )
+        return {e.episode_id: bad[e.scene] for e in episodes if e.scene in bad}
 
     def describe(self) -> dict[str, Any]:
         digest = None
