@@ -269,3 +269,72 @@ def test_every_run_example_composes(page: str, cmd: str, is_error: bool) -> None
         compose_example(overrides)
     except Exception as e:  # noqa: BLE001 - reported with the page and the command
         pytest.fail(f"{page}: `{cmd}` does not compose: {type(e).__name__}: {e}")
+
+
+# ---------------------------------------------------------------- files and claims
+_PATH = re.compile(r"`([A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.*<>-]+)+\.(?:py|yaml|md|txt|j2|toml|sh))`")
+_ROOTS = ("eqa_runner", "tests", "bench", "scripts", "docs", "hydra_plugins", "plugins")
+_PACKAGE_DIRS = tuple(p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__")
+
+
+def named_paths() -> dict[str, set[str]]:
+    """Project file paths (``eqa_runner/run/config.py``, ``run/build.py``) the docs name."""
+    out: dict[str, set[str]] = {}
+    for page in DOCS:
+        for path in _PATH.findall(page.read_text(encoding="utf-8")):
+            if "<" in path or "*" in path or path.split("/")[0] not in (*_ROOTS, *_PACKAGE_DIRS):
+                continue  # a pattern, or another project's file (habitat/…, cfg/…)
+            if "conf/local/" in path and not path.endswith("README.md"):
+                continue  # a machine's own settings file (git-ignored), described by the docs
+            out.setdefault(path, set()).add(page.relative_to(ROOT).as_posix())
+    return out
+
+
+def test_every_project_file_the_docs_name_exists() -> None:
+    def exists(path: str) -> bool:
+        plugins = sorted((ROOT / "plugins").glob("*"))
+        bases = [ROOT, PACKAGE, *plugins, *(d for p in plugins for d in p.glob("*/conf/.."))]
+        return any((b / path).exists() for b in bases)
+
+    assert "eqa_runner/run/config.py" in named_paths()
+    missing = {p: sorted(pages) for p, pages in named_paths().items() if not exists(p)}
+    assert not missing, f"files named in the docs that do not exist: {missing}"
+
+
+def _imports(pkg: str) -> set[str]:
+    """The eqa_runner modules the files of package ``pkg`` import (``from a import b``: both)."""
+    import ast
+
+    out: set[str] = set()
+    for py in (PACKAGE / pkg).rglob("*.py"):
+        for node in ast.walk(ast.parse(py.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                out |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+            elif isinstance(node, ast.Import):
+                out |= {a.name for a in node.names}
+    return out
+
+
+def test_the_layer_tables_uses_claims_hold() -> None:
+    """docs/architecture.md: a layer row saying it "uses `pkg.mod`" imports it."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    for row in (ln for ln in text.splitlines() if ln.startswith("|") and "uses `" in ln):
+        pkgs = re.findall(r"`([a-z_]+)/`", row.split("|")[2])
+        for used in re.findall(r"uses `([a-z_.]+)`", row):
+            imported = set().union(*(_imports(p) for p in pkgs))
+            assert f"eqa_runner.{used}" in imported, f"{pkgs} do not import {used}: {row}"
+
+
+def test_config_yaml_option_comments_name_real_options() -> None:
+    """conf/config.yaml: a defaults line whose comment lists options (``a | b``) lists every
+    built-in option of that group, and nothing else."""
+    checked = 0
+    for line in (CONF / "config.yaml").read_text().splitlines():
+        m = re.match(r"\s*- (?:optional )?([a-z/]+): \S+\s+#(.*)", line)
+        if not m or "|" not in m.group(2):
+            continue
+        listed = re.findall(r"(?:^|\|)\s*([a-z0-9_]+)", m.group(2).split(":")[-1])
+        builtin = sorted(p.stem for p in (CONF / m.group(1)).glob("*.yaml"))
+        assert sorted(listed) == builtin, f"{line.strip()!r}: the options are {builtin}"
+        checked += 1
+    assert checked, "no defaults line lists its options (the test would check nothing)"

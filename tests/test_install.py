@@ -69,6 +69,7 @@ def test_wheel_installs_and_runs_from_an_unrelated_directory(tmp_path: Path) -> 
         "eqa_runner/report/templates/report.html.j2",
         "eqa_runner/py.typed",
         "hydra_plugins/eqa_runner_launcher/launcher.py",
+        "hydra_plugins/eqa_runner_plugins/search_path.py",
     ):
         assert f in names, f"{f} missing from {wheel.name}"
     assert "hydra_plugins/__init__.py" not in names  # a namespace shared with other plugins
@@ -90,6 +91,7 @@ def test_wheel_installs_and_runs_from_an_unrelated_directory(tmp_path: Path) -> 
 
     out = _run([str(exe), "--help"], cwd=elsewhere, env=env, timeout=60)
     assert "llm: " in out and "offline" in out and "hydra/launcher: local, slurm" in out
+    assert "mp3d_eqa" not in out  # the plugin below is not installed yet
 
     out = _run([str(exe), "--cfg", "job", "task=express", "policy=fbe"],
                cwd=elsewhere, env=env, timeout=120)  # fmt: skip
@@ -114,4 +116,39 @@ def test_wheel_installs_and_runs_from_an_unrelated_directory(tmp_path: Path) -> 
                cwd=elsewhere, env=env, timeout=600)  # fmt: skip
     assert "Submitit 'local' sweep output dir" in out
     assert len(list(sweep.glob("*/summary.json"))) == 2
-    print(f"\ninstall test: install {t_install:.0f}s, total {time.monotonic() - t0:.0f}s")
+    t_plugin = time.monotonic()
+    _plugin_wheel_installs_and_runs(src, wheels, py, exe, elsewhere, tmp_path, env)
+    print(f"\ninstall test: install {t_install:.0f}s, plugin {time.monotonic() - t_plugin:.0f}s, "
+          f"total {time.monotonic() - t0:.0f}s")  # fmt: skip
+
+
+def _plugin_wheel_installs_and_runs(
+    src: Path, wheels: Path, py: Path, exe: Path, elsewhere: Path, tmp_path: Path, env: dict
+) -> None:
+    """The MP3D-EQA plugin as a wheel next to the core's (same venv): found through its entry
+    point from an unrelated directory, listed by --help, and a tiny offline demo run of it."""
+    plugin = src / "plugins" / "eqa-runner-mp3d-eqa"
+    _run([sys.executable, "-m", "pip", "wheel", str(plugin), "--no-deps", "-q", "-w", str(wheels)],
+         cwd=tmp_path, env=env, timeout=300)  # fmt: skip
+    (wheel,) = wheels.glob("eqa_runner_mp3d_eqa-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for f in ("conf/task/mp3d_eqa.yaml", "prompts/answer.txt", "py.typed"):
+        assert f"eqa_runner_mp3d_eqa/{f}" in names, f"{f} missing from {wheel.name}"
+    meta = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    assert "mp3d_eqa = eqa_runner_mp3d_eqa:BENCHMARK" in zipfile.ZipFile(wheel).read(meta).decode()
+    _run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
+          str(wheel)], cwd=tmp_path, env=env, timeout=300)  # fmt: skip
+    out = _run([str(exe), "--help"], cwd=elsewhere, env=env, timeout=60)
+    task_line = next(ln for ln in out.splitlines() if ln.startswith("task: "))
+    assert "mp3d_eqa" in task_line, task_line
+    print("\n" + "\n".join(ln for ln in out.splitlines() if "mp3d_eqa" in ln))
+    demo = tmp_path / "demo"
+    _run([str(py), "-m", "eqa_runner.demo", str(demo), "--only", "mp3d_eqa"],
+         cwd=elsewhere, env=env, timeout=300)  # fmt: skip
+    out = _run([str(exe), "task=mp3d_eqa", "policy=re", "llm=offline", "judge.model=offline",
+                f"task.data_dir={demo / 'mp3d_eqa'}", "run.limit=2", "sim.width=64",
+                "sim.height=64", "policy.max_steps=3", f"hydra.run.dir={tmp_path / 'mp3d_run'}",
+                "run.progress=false"], cwd=elsewhere, env=env, timeout=300)  # fmt: skip
+    line = next(ln for ln in out.splitlines() if ln.startswith("[eqa_runner] 2/2 ok"))
+    assert "accuracy=" in line and "d_T=" in line and "d_min=" in line, line
+    print(line)

@@ -32,168 +32,208 @@ def _shade(rgb, f: float):
     return tuple(min(1.0, x * f) for x in rgb)
 
 
-def furniture(name: str, color: str, state: str | None, rng) -> tuple[tuple, list[Box]]:
-    """(size (w, h, d), boxes) in a local frame: origin at the footprint centre on the floor,
-    front towards +z."""
-    rgb = COLORS[color]
-    dark = _shade(rgb, 0.6)
-    boxes: list[Box] = []
+class _Boxes:
+    """The boxes of one piece, in its local frame, with its colour and a darker shade."""
 
-    def b(x0, y0, z0, x1, y1, z1, col=rgb):
-        boxes.append(((x0, y0, z0), (x1, y1, z1), col))
+    def __init__(self, rgb: tuple[float, float, float]) -> None:
+        self.rgb, self.dark = rgb, _shade(rgb, 0.6)
+        self.boxes: list[Box] = []
 
-    def legs(w, d, h, col, t=0.05):
+    def b(self, x0, y0, z0, x1, y1, z1, col=None) -> None:
+        self.boxes.append(((x0, y0, z0), (x1, y1, z1), self.rgb if col is None else col))
+
+    def legs(self, w, d, h, col, t=0.05) -> None:
         for sx in (-1, 1):
             for sz in (-1, 1):
                 x, z = sx * (w / 2 - t), sz * (d / 2 - t)
-                b(x - t / 2, 0, z - t / 2, x + t / 2, h, z + t / 2, col)
+                self.b(x - t / 2, 0, z - t / 2, x + t / 2, h, z + t / 2, col)
 
-    if name == "sofa" or name == "armchair":
-        w, d, h = (2.0, 0.9, 0.85) if name == "sofa" else (0.9, 0.85, 0.85)
-        b(-w / 2, 0, -d / 2, w / 2, 0.45, d / 2)
-        b(-w / 2, 0.45, -d / 2, w / 2, h, -d / 2 + 0.2, dark)
-        b(-w / 2, 0.45, -d / 2, -w / 2 + 0.15, 0.65, d / 2, dark)
-        b(w / 2 - 0.15, 0.45, -d / 2, w / 2, 0.65, d / 2, dark)
-    elif name in ("table", "coffee table", "desk", "dining table"):
-        w, d, h = {
-            "table": (1.2, 0.8, 0.75),
-            "coffee table": (1.1, 0.6, 0.45),
-            "desk": (1.3, 0.65, 0.75),
-            "dining table": (1.6, 0.9, 0.75),
-        }[name]
-        b(-w / 2, h - 0.05, -d / 2, w / 2, h, d / 2)
-        legs(w, d, h - 0.05, dark)
-    elif name == "chair":
-        w, d, h = 0.45, 0.45, 0.9
-        b(-w / 2, 0.42, -d / 2, w / 2, 0.47, d / 2)
-        b(-w / 2, 0.47, -d / 2, w / 2, h, -d / 2 + 0.05, dark)
-        legs(w, d, 0.42, dark, 0.04)
-    elif name == "bed":
-        w, d, h = 1.6, 2.0, 1.0
-        b(-w / 2, 0, -d / 2, w / 2, 0.35, d / 2, COLORS["brown"])
-        b(-w / 2, 0.35, -d / 2 + 0.5, w / 2, 0.5, d / 2)  # blanket
-        b(-w / 2 + 0.1, 0.35, -d / 2 + 0.08, w / 2 - 0.1, 0.5, -d / 2 + 0.45, COLORS["white"])
-        b(-w / 2, 0, -d / 2, w / 2, h, -d / 2 + 0.08, _shade(COLORS["brown"], 0.8))
-    elif name in (
-        "nightstand",
-        "cabinet",
-        "tv stand",
-        "wardrobe",
-        "fridge",
-        "stove",
-        "washing machine",
-        "bookshelf",
-    ):
-        w, d, h = {
-            "nightstand": (0.45, 0.4, 0.55),
-            "cabinet": (1.4, 0.6, 0.9),
-            "tv stand": (1.4, 0.45, 0.5),
-            "wardrobe": (1.2, 0.6, 2.0),
-            "fridge": (0.75, 0.7, 1.8),
-            "stove": (0.6, 0.6, 0.9),
-            "washing machine": (0.6, 0.6, 0.85),
-            "bookshelf": (0.9, 0.35, 1.9),
-        }[name]
-        if name == "bookshelf":
-            b(-w / 2, 0, -d / 2, w / 2, h, -d / 2 + 0.03)
-            b(-w / 2, 0, -d / 2, -w / 2 + 0.03, h, d / 2)
-            b(w / 2 - 0.03, 0, -d / 2, w / 2, h, d / 2)
-            for k in range(5):
-                y = k * (h - 0.03) / 4
-                b(-w / 2, y, -d / 2, w / 2, y + 0.03, d / 2)
-                if k < 4:
-                    x = -w / 2 + 0.05
-                    while x < w / 2 - 0.12:
-                        bw = float(rng.uniform(0.04, 0.08))
-                        col = COLORS[str(rng.choice(BRIGHT))]
-                        b(
-                            x,
-                            y + 0.03,
-                            -d / 2 + 0.05,
-                            x + bw,
-                            y + 0.03 + float(rng.uniform(0.2, 0.33)),
-                            d / 2 - 0.03,
-                            col,
-                        )
-                        x += bw + 0.01
-        else:
-            b(-w / 2, 0, -d / 2, w / 2, h, d / 2)
-            if name == "stove":
-                b(-w / 2, h, -d / 2, w / 2, h + 0.02, d / 2, COLORS["black"])
-                h += 0.02
-            if name in ("fridge", "wardrobe", "cabinet", "nightstand"):  # handles / door gap
-                b(-0.01, 0.1, d / 2, 0.01, h - 0.1, d / 2 + 0.01, dark)
-            if name == "washing machine":
-                b(-0.18, 0.25, d / 2, 0.18, 0.6, d / 2 + 0.02, COLORS["gray"])
-    elif name == "lamp":
-        on = state == "on"
-        shade_col = (1.0, 0.96, 0.70) if on else _shade(rgb, 0.55)
-        bulb = (1.0, 1.0, 0.85) if on else (0.15, 0.15, 0.15)
-        tall = 1.65 if rng.random() < 0.5 else 0.55
-        w = d = 0.4 if tall > 1 else 0.3
-        h = tall
-        b(-0.12, 0, -0.12, 0.12, 0.04, 0.12)
-        b(-0.02, 0.04, -0.02, 0.02, h - 0.3, 0.02)
-        b(-0.06, h - 0.32, -0.06, 0.06, h - 0.26, 0.06, bulb)
-        b(-w / 2, h - 0.3, -d / 2, w / 2, h, d / 2, shade_col)
-    elif name == "plant":
-        w = d = 0.45
-        h = 1.0
-        b(-0.15, 0, -0.15, 0.15, 0.3, 0.15)  # pot in the object's colour
-        leaf = COLORS["green"]
-        b(-0.22, 0.3, -0.22, 0.22, 0.75, 0.22, _shade(leaf, 0.8))
-        b(-0.14, 0.75, -0.14, 0.14, 1.0, 0.14, leaf)
-    elif name == "tv":
-        w, d, h = 1.1, 0.2, 0.72
-        screen = (0.35, 0.65, 1.0) if state == "on" else (0.03, 0.03, 0.04)
-        b(-0.15, 0, -0.1, 0.15, 0.03, 0.1, COLORS["black"])
-        b(-0.03, 0.03, -0.03, 0.03, 0.1, 0.03, COLORS["black"])
-        b(-w / 2, 0.1, -0.03, w / 2, h, 0.03, COLORS["black"])
-        b(-w / 2 + 0.04, 0.14, 0.03, w / 2 - 0.04, h - 0.04, 0.04, screen)
-    elif name == "laptop":
-        w, d = 0.36, 0.26
-        b(-w / 2, 0, -d / 2, w / 2, 0.02, d / 2)
-        if state == "open":
-            h = 0.26
-            b(-w / 2, 0.02, -d / 2, w / 2, h, -d / 2 + 0.015)
-            b(
-                -w / 2 + 0.02,
-                0.04,
-                -d / 2 + 0.015,
-                w / 2 - 0.02,
-                h - 0.02,
-                -d / 2 + 0.02,
-                (0.4, 0.6, 0.9),
-            )
-        else:
-            h = 0.035
-            b(-w / 2, 0.02, -d / 2, w / 2, h, d / 2, dark)
-    elif name == "vase":
-        w = d = 0.16
-        h = 0.32
-        b(-0.08, 0, -0.08, 0.08, 0.25, 0.08)
-        b(-0.05, 0.25, -0.05, 0.05, h, 0.05)
-    elif name in ("toilet", "sink", "bathtub"):
-        white = COLORS["white"]
-        if name == "toilet":
-            w, d, h = 0.42, 0.7, 0.8
-            b(-0.2, 0, -0.35, 0.2, 0.8, -0.15, white)
-            b(-0.18, 0, -0.15, 0.18, 0.42, 0.35, white)
-        elif name == "sink":
-            w, d, h = 0.6, 0.45, 0.85
-            b(-0.08, 0, -0.2, 0.08, 0.75, -0.05, white)
-            b(-0.3, 0.75, -0.225, 0.3, 0.85, 0.225, white)
-        else:
-            w, d, h = 1.6, 0.75, 0.55
-            b(-w / 2, 0, -d / 2, w / 2, h, d / 2, white)
-        color = "white"
-    elif name == "painting":
-        w, d, h = 0.8, 0.03, 0.6
-        b(-w / 2, 0, -d / 2, w / 2, h, d / 2, COLORS["black"])
-        b(-w / 2 + 0.04, 0.04, d / 2, w / 2 - 0.04, h - 0.04, d / 2 + 0.005)
-    else:
+
+def _seat(name: str, bx: _Boxes, state: str | None, rng) -> tuple[float, float, float]:
+    w, d, h = (2.0, 0.9, 0.85) if name == "sofa" else (0.9, 0.85, 0.85)
+    bx.b(-w / 2, 0, -d / 2, w / 2, 0.45, d / 2)
+    bx.b(-w / 2, 0.45, -d / 2, w / 2, h, -d / 2 + 0.2, bx.dark)
+    bx.b(-w / 2, 0.45, -d / 2, -w / 2 + 0.15, 0.65, d / 2, bx.dark)
+    bx.b(w / 2 - 0.15, 0.45, -d / 2, w / 2, 0.65, d / 2, bx.dark)
+    return w, h, d
+
+
+_TABLE_SIZES = {
+    "table": (1.2, 0.8, 0.75),
+    "coffee table": (1.1, 0.6, 0.45),
+    "desk": (1.3, 0.65, 0.75),
+    "dining table": (1.6, 0.9, 0.75),
+}
+
+
+def _table(name: str, bx: _Boxes, state: str | None, rng) -> tuple[float, float, float]:
+    w, d, h = _TABLE_SIZES[name]
+    bx.b(-w / 2, h - 0.05, -d / 2, w / 2, h, d / 2)
+    bx.legs(w, d, h - 0.05, bx.dark)
+    return w, h, d
+
+
+def _chair(name: str, bx: _Boxes, state: str | None, rng) -> tuple[float, float, float]:
+    w, d, h = 0.45, 0.45, 0.9
+    bx.b(-w / 2, 0.42, -d / 2, w / 2, 0.47, d / 2)
+    bx.b(-w / 2, 0.47, -d / 2, w / 2, h, -d / 2 + 0.05, bx.dark)
+    bx.legs(w, d, 0.42, bx.dark, 0.04)
+    return w, h, d
+
+
+def _bed(name: str, bx: _Boxes, state: str | None, rng) -> tuple[float, float, float]:
+    w, d, h = 1.6, 2.0, 1.0
+    bx.b(-w / 2, 0, -d / 2, w / 2, 0.35, d / 2, COLORS["brown"])
+    bx.b(-w / 2, 0.35, -d / 2 + 0.5, w / 2, 0.5, d / 2)  # blanket
+    bx.b(-w / 2 + 0.1, 0.35, -d / 2 + 0.08, w / 2 - 0.1, 0.5, -d / 2 + 0.45, COLORS["white"])
+    bx.b(-w / 2, 0, -d / 2, w / 2, h, -d / 2 + 0.08, _shade(COLORS["brown"], 0.8))
+    return w, h, d
+
+
+_CABINET_SIZES = {
+    "nightstand": (0.45, 0.4, 0.55),
+    "cabinet": (1.4, 0.6, 0.9),
+    "tv stand": (1.4, 0.45, 0.5),
+    "wardrobe": (1.2, 0.6, 2.0),
+    "fridge": (0.75, 0.7, 1.8),
+    "stove": (0.6, 0.6, 0.9),
+    "washing machine": (0.6, 0.6, 0.85),
+    "bookshelf": (0.9, 0.35, 1.9),
+}
+
+
+def _bookshelf(bx: _Boxes, w: float, d: float, h: float, rng) -> None:
+    """Sides, back, five shelves and books of random widths, heights and colours."""
+    bx.b(-w / 2, 0, -d / 2, w / 2, h, -d / 2 + 0.03)
+    bx.b(-w / 2, 0, -d / 2, -w / 2 + 0.03, h, d / 2)
+    bx.b(w / 2 - 0.03, 0, -d / 2, w / 2, h, d / 2)
+    for k in range(5):
+        y = k * (h - 0.03) / 4
+        bx.b(-w / 2, y, -d / 2, w / 2, y + 0.03, d / 2)
+        if k == 4:
+            continue
+        x = -w / 2 + 0.05
+        while x < w / 2 - 0.12:
+            bw = float(rng.uniform(0.04, 0.08))
+            col = COLORS[str(rng.choice(BRIGHT))]
+            top = y + 0.03 + float(rng.uniform(0.2, 0.33))
+            bx.b(x, y + 0.03, -d / 2 + 0.05, x + bw, top, d / 2 - 0.03, col)
+            x += bw + 0.01
+
+
+def _cabinet(name: str, bx: _Boxes, state: str | None, rng) -> tuple[float, float, float]:
+    w, d, h = _CABINET_SIZES[name]
+    if name == "bookshelf":
+        _bookshelf(bx, w, d, h, rng)
+        return w, h, d
+    bx.b(-w / 2, 0, -d / 2, w / 2, h, d / 2)
+    if name == "stove":
+        bx.b(-w / 2, h, -d / 2, w / 2, h + 0.02, d / 2, COLORS["black"])
+        h += 0.02
+    if name in ("fridge", "wardrobe", "cabinet", "nightstand"):  # handles / door gap
+        bx.b(-0.01, 0.1, d / 2, 0.01, h - 0.1, d / 2 + 0.01, bx.dark)
+    if name == "washing machine":
+        bx.b(-0.18, 0.25, d / 2, 0.18, 0.6, d / 2 + 0.02, COLORS["gray"])
+    return w, h, d
+
+
+def _lamp(name: str, bx: _Boxes, state: str | None, rng) -> tuple[float, float, float]:
+    on = state == "on"
+    shade_col = (1.0, 0.96, 0.70) if on else _shade(bx.rgb, 0.55)
+    bulb = (1.0, 1.0, 0.85) if on else (0.15, 0.15, 0.15)
+    h = 1.65 if rng.random() < 0.5 else 0.55
+    w = d = 0.4 if h > 1 else 0.3
+    bx.b(-0.12, 0, -0.12, 0.12, 0.04, 0.12)
+    bx.b(-0.02, 0.04, -0.02, 0.02, h - 0.3, 0.02)
+    bx.b(-0.06, h - 0.32, -0.06, 0.06, h - 0.26, 0.06, bulb)
+    bx.b(-w / 2, h - 0.3, -d / 2, w / 2, h, d / 2, shade_col)
+    return w, h, d
+
+
+def _plant(name: str, bx: _Boxes, state: str | None, rng) -> tuple[float, float, float]:
+    bx.b(-0.15, 0, -0.15, 0.15, 0.3, 0.15)  # pot in the object's colour
+    leaf = COLORS["green"]
+    bx.b(-0.22, 0.3, -0.22, 0.22, 0.75, 0.22, _shade(leaf, 0.8))
+    bx.b(-0.14, 0.75, -0.14, 0.14, 1.0, 0.14, leaf)
+    return 0.45, 1.0, 0.45
+
+
+def _tv(name: str, bx: _Boxes, state: str | None, rng) -> tuple[float, float, float]:
+    w, d, h = 1.1, 0.2, 0.72
+    screen = (0.35, 0.65, 1.0) if state == "on" else (0.03, 0.03, 0.04)
+    bx.b(-0.15, 0, -0.1, 0.15, 0.03, 0.1, COLORS["black"])
+    bx.b(-0.03, 0.03, -0.03, 0.03, 0.1, 0.03, COLORS["black"])
+    bx.b(-w / 2, 0.1, -0.03, w / 2, h, 0.03, COLORS["black"])
+    bx.b(-w / 2 + 0.04, 0.14, 0.03, w / 2 - 0.04, h - 0.04, 0.04, screen)
+    return w, h, d
+
+
+def _laptop(name: str, bx: _Boxes, state: str | None, rng) -> tuple[float, float, float]:
+    w, d = 0.36, 0.26
+    bx.b(-w / 2, 0, -d / 2, w / 2, 0.02, d / 2)
+    if state != "open":
+        bx.b(-w / 2, 0.02, -d / 2, w / 2, 0.035, d / 2, bx.dark)
+        return w, 0.035, d
+    h = 0.26
+    bx.b(-w / 2, 0.02, -d / 2, w / 2, h, -d / 2 + 0.015)
+    bx.b(-w / 2 + 0.02, 0.04, -d / 2 + 0.015, w / 2 - 0.02, h - 0.02, -d / 2 + 0.02,
+         (0.4, 0.6, 0.9))  # fmt: skip
+    return w, h, d
+
+
+def _vase(name: str, bx: _Boxes, state: str | None, rng) -> tuple[float, float, float]:
+    bx.b(-0.08, 0, -0.08, 0.08, 0.25, 0.08)
+    bx.b(-0.05, 0.25, -0.05, 0.05, 0.32, 0.05)
+    return 0.16, 0.32, 0.16
+
+
+def _bathroom(name: str, bx: _Boxes, state: str | None, rng) -> tuple[float, float, float]:
+    white = COLORS["white"]
+    if name == "toilet":
+        bx.b(-0.2, 0, -0.35, 0.2, 0.8, -0.15, white)
+        bx.b(-0.18, 0, -0.15, 0.18, 0.42, 0.35, white)
+        return 0.42, 0.8, 0.7
+    if name == "sink":
+        bx.b(-0.08, 0, -0.2, 0.08, 0.75, -0.05, white)
+        bx.b(-0.3, 0.75, -0.225, 0.3, 0.85, 0.225, white)
+        return 0.6, 0.85, 0.45
+    bx.b(-0.8, 0, -0.375, 0.8, 0.55, 0.375, white)  # bathtub
+    return 1.6, 0.55, 0.75
+
+
+def _painting(name: str, bx: _Boxes, state: str | None, rng) -> tuple[float, float, float]:
+    w, d, h = 0.8, 0.03, 0.6
+    bx.b(-w / 2, 0, -d / 2, w / 2, h, d / 2, COLORS["black"])
+    bx.b(-w / 2 + 0.04, 0.04, d / 2, w / 2 - 0.04, h - 0.04, d / 2 + 0.005)
+    return w, h, d
+
+
+_SHAPES = {
+    "sofa": _seat,
+    "armchair": _seat,
+    **dict.fromkeys(_TABLE_SIZES, _table),
+    "chair": _chair,
+    "bed": _bed,
+    **dict.fromkeys(_CABINET_SIZES, _cabinet),
+    "lamp": _lamp,
+    "plant": _plant,
+    "tv": _tv,
+    "laptop": _laptop,
+    "vase": _vase,
+    **dict.fromkeys(("toilet", "sink", "bathtub"), _bathroom),
+    "painting": _painting,
+}
+
+
+def furniture(name: str, color: str, state: str | None, rng) -> tuple[tuple, list[Box]]:
+    """(size (w, h, d), boxes) in a local frame: origin at the footprint centre on the floor,
+    front towards +z."""
+    shape = _SHAPES.get(name)
+    if shape is None:
         raise ValueError(f"unknown furniture {name!r}")
-    return (w, h, d), boxes
+    bx = _Boxes(COLORS[color])
+    w, h, d = shape(name, bx, state, rng)
+    return (w, h, d), bx.boxes
 
 
 # What sits where: (name, placement, colour choices, {kind of object placed on top: prob})

@@ -22,6 +22,7 @@ import io
 import json
 import struct
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -83,6 +84,20 @@ def write_glb(path: Path, vertices: np.ndarray, triangles: np.ndarray, colors: n
     Image.fromarray(img).save(png, format="PNG")
     chunks = [pos.tobytes(), np.ascontiguousarray(uv, "<f4").tobytes(), idx.tobytes(),
               png.getvalue()]  # fmt: skip
+    views, blob = _pack(chunks)
+    doc = _gltf_document(pos, len(uv), len(idx), views, len(blob))
+    js = json.dumps(doc, separators=(",", ":")).encode()
+    js += b" " * (-len(js) % 4)
+    total = 12 + 8 + len(js) + 8 + len(blob)
+    with open(path, "wb") as fh:
+        fh.write(struct.pack("<4sII", b"glTF", 2, total))
+        fh.write(struct.pack("<I4s", len(js), b"JSON") + js)
+        fh.write(struct.pack("<I4s", len(blob), b"BIN\0") + blob)
+
+
+def _pack(chunks: list[bytes]) -> tuple[list[dict[str, int]], bytes]:
+    """The binary buffer (each chunk 4-byte aligned) and one buffer view per chunk: positions,
+    texture coordinates, indices, the PNG."""
     views, blob = [], b""
     for data in chunks:
         blob += b"\0" * (-len(blob) % 4)
@@ -91,7 +106,14 @@ def write_glb(path: Path, vertices: np.ndarray, triangles: np.ndarray, colors: n
     blob += b"\0" * (-len(blob) % 4)
     views[0]["target"] = views[1]["target"] = 34962  # ARRAY_BUFFER
     views[2]["target"] = 34963  # ELEMENT_ARRAY_BUFFER
-    doc = {
+    return views, blob
+
+
+def _gltf_document(
+    pos: np.ndarray, n_uv: int, n_idx: int, views: list[dict[str, int]], blob_len: int
+) -> dict[str, Any]:
+    """The glTF JSON: one textured triangle mesh, unlit-looking (metallic 0, roughness 1)."""
+    return {
         "asset": {"version": "2.0", "generator": "eqa_runner.demo"},
         "scene": 0,
         "scenes": [{"nodes": [0]}],
@@ -104,10 +126,10 @@ def write_glb(path: Path, vertices: np.ndarray, triangles: np.ndarray, colors: n
                         "indices": 2,
                         "material": 0,
                         "mode": 4,
-                    }  # fmt: skip
+                    }
                 ]
             }
-        ],
+        ],  # fmt: skip
         "materials": [
             {
                 "pbrMetallicRoughness": {
@@ -129,16 +151,9 @@ def write_glb(path: Path, vertices: np.ndarray, triangles: np.ndarray, colors: n
                 "min": pos.min(axis=0).tolist(),
                 "max": pos.max(axis=0).tolist(),
             },
-            {"bufferView": 1, "componentType": 5126, "count": len(uv), "type": "VEC2"},
-            {"bufferView": 2, "componentType": 5125, "count": len(idx), "type": "SCALAR"},
+            {"bufferView": 1, "componentType": 5126, "count": n_uv, "type": "VEC2"},
+            {"bufferView": 2, "componentType": 5125, "count": n_idx, "type": "SCALAR"},
         ],  # fmt: skip
         "bufferViews": views,
-        "buffers": [{"byteLength": len(blob)}],
+        "buffers": [{"byteLength": blob_len}],
     }
-    js = json.dumps(doc, separators=(",", ":")).encode()
-    js += b" " * (-len(js) % 4)
-    total = 12 + 8 + len(js) + 8 + len(blob)
-    with open(path, "wb") as fh:
-        fh.write(struct.pack("<4sII", b"glTF", 2, total))
-        fh.write(struct.pack("<I4s", len(js), b"JSON") + js)
-        fh.write(struct.pack("<I4s", len(blob), b"BIN\0") + blob)

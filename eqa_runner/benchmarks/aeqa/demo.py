@@ -53,6 +53,20 @@ def _walk_length(sim: MeshSimulator, points: list[np.ndarray]) -> float:
     return total
 
 
+def _walk_and_look(
+    apt: Any, sensor: SensorSpec, rng: np.random.Generator
+) -> tuple[list[tuple[np.ndarray, float]], set[int]]:
+    """A walkthrough of the apartment and the objects seen on it (>= 0.4 % of a frame)."""
+    view = _scene_sim(apt, sensor)  # the arrays' face order: object ids of hit triangles
+    poses = _walkthrough(view, apt, rng)
+    pix: Counter = Counter()
+    for p, yaw in poses:
+        view.set_agent_pose(p, geo.yaw_to_quat(yaw))
+        pix.update(_visible_ids(view, apt, view.observe()))
+    view.close()
+    return poses, {oid for oid, n in pix.items() if n >= 0.004 * sensor.width * sensor.height}
+
+
 def write_aeqa_demo(
     out_dir: Path, seed: int = 0, n_scenes: int = 2, render_size: tuple[int, int] = (320, 180)
 ) -> Path:
@@ -69,14 +83,7 @@ def write_aeqa_demo(
         name, dirname = f"AEQAApt{k}", f"{FIRST_SCENE + k:05d}-AEQAApt{k}"
         glb, _ = apt.write(out_dir / "scenes" / "val" / dirname, name)
         rng = np.random.default_rng([seed, k, 31])
-        view = _scene_sim(apt, sensor)  # the arrays' face order: object ids of hit triangles
-        poses = _walkthrough(view, apt, rng)
-        pix: Counter = Counter()
-        for p, yaw in poses:
-            view.set_agent_pose(p, geo.yaw_to_quat(yaw))
-            pix.update(_visible_ids(view, apt, view.observe()))
-        view.close()
-        visible = {oid for oid, n in pix.items() if n >= 0.004 * w * h}
+        poses, visible = _walk_and_look(apt, sensor, rng)
         sim = MeshSimulator(cell_size=0.05)  # plan on the written file, as runs will
         sim.load_scene(SceneSpec(f"hm3d/val/{dirname}", glb))
         points = [sim.snap_point(p) for p, _ in poses]

@@ -39,76 +39,92 @@ KNOWLEDGE = {  # EXPRESS "knowledge": everyday knowledge that points to an objec
 
 
 def _express_candidates(apt: Apartment) -> dict[str, list[dict[str, Any]]]:
-    objs = [o for o in apt.objects if _reachable(apt, o)]
+    """Candidate questions per EXPRESS type: {q, a, t (target object ids)}."""
     by_room: Counter[tuple[str, str | None]] = Counter((o.room, o.name) for o in apt.objects)
     by_name = Counter(o.name for o in apt.objects)
     c: dict[str, list[dict[str, Any]]] = {t: [] for t in EXPRESS_TYPES}
-    for o in objs:
-        unique_in_room = by_room[(o.room, o.name)] == 1
-        where = f"in the {o.room}"
-        if o.supported_by is not None:
-            where = f"on the {o.supported_by_name} in the {o.room}"
-        if o.name in COLOR_ITEMS and unique_in_room:
-            c["attribute"].append(
-                {
-                    "q": f"What color is the {_disp(o.name)} in the {o.room}?",
-                    "a": o.color,
-                    "t": [o.id],
-                }
-            )
-        if o.name in STATE_WORDS and unique_in_room:
-            q = (
-                f"Is the door of the {o.room} {STATE_WORDS[o.name]}?"
-                if o.name == "door"
-                else f"Is {_the(o.name)} in the {o.room} {STATE_WORDS[o.name]}?"
-            )
-            c["state"].append({"q": q, "a": o.state, "t": [o.id]})
-        if by_name[o.name] == 1 and o.name != "door":
-            c["location"].append(
-                {"q": f"Where is {_the(o.name)}?", "a": f"It is {where}.", "t": [o.id]}
-            )
-            if o.name in KNOWLEDGE:
-                c["knowledge"].append(
-                    {
-                        "q": KNOWLEDGE[o.name],
-                        "a": f"{_the(o.name).capitalize()} {where}.",
-                        "t": [o.id],
-                    }
-                )
-        if o.supported_by is not None and by_room[(o.room, o.supported_by_name)] == 1:
-            c["object"].append(
-                {
-                    "q": f"What is on the {o.supported_by_name} in the {o.room}?",
-                    "a": f"A {_disp(o.name)}.",
-                    "t": [o.id],
-                }
-            )
-        if unique_in_room and o.name != "door":
-            c["existence"].append(
-                {"q": f"Is there a {_disp(o.name)} in the {o.room}?", "a": "Yes.", "t": [o.id]}
-            )
+    for o in apt.objects:
+        if _reachable(apt, o):
+            _object_candidates(c, o, by_room, by_name)
     for r in apt.rooms:
-        if not r.accessible:
-            continue
-        present = {o.name for o in apt.objects if o.room == r.name}
-        for name in sorted({o.name for o in apt.objects} - present - {"door", "painting"}):
-            anchors = [
-                o.id
-                for o in apt.objects
-                if o.room == r.name and o.name != "door" and o.supported_by is None
-            ]
-            if anchors:
-                c["existence"].append(
-                    {"q": f"Is there a {_disp(name)} in the {r.name}?", "a": "No.", "t": anchors}
-                )
-        counts = Counter(o.name for o in apt.objects if o.room == r.name)
-        for name, n in counts.items():
-            if n >= 2:
-                ids = [o.id for o in apt.objects if o.room == r.name and o.name == name]
-                c["counting"].append(
-                    {"q": f"How many {name}s are there in the {r.name}?", "a": str(n), "t": ids}
-                )
+        if r.accessible:
+            _room_candidates(c, apt, r)
     return c
+
+
+def _object_candidates(
+    c: dict[str, list[dict[str, Any]]],
+    o: Any,
+    by_room: Counter[tuple[str, str | None]],
+    by_name: Counter[str],
+) -> None:
+    """The questions about one reachable object (attribute, state, location, knowledge,
+    object, existence)."""
+    unique_in_room = by_room[(o.room, o.name)] == 1
+    where = f"in the {o.room}"
+    if o.supported_by is not None:
+        where = f"on the {o.supported_by_name} in the {o.room}"
+    if o.name in COLOR_ITEMS and unique_in_room:
+        c["attribute"].append(
+            {
+                "q": f"What color is the {_disp(o.name)} in the {o.room}?",
+                "a": o.color,
+                "t": [o.id],
+            }
+        )
+    if o.name in STATE_WORDS and unique_in_room:
+        q = (
+            f"Is the door of the {o.room} {STATE_WORDS[o.name]}?"
+            if o.name == "door"
+            else f"Is {_the(o.name)} in the {o.room} {STATE_WORDS[o.name]}?"
+        )
+        c["state"].append({"q": q, "a": o.state, "t": [o.id]})
+    if by_name[o.name] == 1 and o.name != "door":
+        c["location"].append(
+            {"q": f"Where is {_the(o.name)}?", "a": f"It is {where}.", "t": [o.id]}
+        )
+        if o.name in KNOWLEDGE:
+            c["knowledge"].append(
+                {
+                    "q": KNOWLEDGE[o.name],
+                    "a": f"{_the(o.name).capitalize()} {where}.",
+                    "t": [o.id],
+                }
+            )
+    if o.supported_by is not None and by_room[(o.room, o.supported_by_name)] == 1:
+        c["object"].append(
+            {
+                "q": f"What is on the {o.supported_by_name} in the {o.room}?",
+                "a": f"A {_disp(o.name)}.",
+                "t": [o.id],
+            }
+        )
+    if unique_in_room and o.name != "door":
+        c["existence"].append(
+            {"q": f"Is there a {_disp(o.name)} in the {o.room}?", "a": "Yes.", "t": [o.id]}
+        )
+
+
+def _room_candidates(c: dict[str, list[dict[str, Any]]], apt: Apartment, r: Any) -> None:
+    """The questions about one accessible room: what is not there, and counts."""
+    present = {o.name for o in apt.objects if o.room == r.name}
+    for name in sorted({o.name for o in apt.objects} - present - {"door", "painting"}):
+        anchors = [
+            o.id
+            for o in apt.objects
+            if o.room == r.name and o.name != "door" and o.supported_by is None
+        ]
+        if anchors:
+            c["existence"].append(
+                {"q": f"Is there a {_disp(name)} in the {r.name}?", "a": "No.", "t": anchors}
+            )
+    counts = Counter(o.name for o in apt.objects if o.room == r.name)
+    for name, n in counts.items():
+        if n >= 2:
+            ids = [o.id for o in apt.objects if o.room == r.name and o.name == name]
+            c["counting"].append(
+                {"q": f"How many {name}s are there in the {r.name}?", "a": str(n), "t": ids}
+            )
 
 
 def write_express_demo(
@@ -120,59 +136,66 @@ def write_express_demo(
     out_dir = Path(out_dir)
     records: list[dict[str, Any]] = []
     for k in range(n_scenes):
-        apt = generate_apartment(seed * 7919 + k)
-        name, dirname = f"DemoApt{k}", f"{800 + k:05d}-DemoApt{k}"
-        glb, _ = apt.write(out_dir / "scenes" / "val" / dirname, name)
-        sim = MeshSimulator(cell_size=0.05)  # plan on the written file, as runs will
-        sim.load_scene(SceneSpec(f"hm3d/val/{dirname}", glb))
-        rng = np.random.default_rng([seed, k, 17])
-        cands = _express_candidates(apt)
-        types = [t for t in EXPRESS_TYPES if cands[t]]
-        types = [types[i] for i in rng.permutation(len(types))]
-        made, used, rounds = 0, set(), 0
-        while made < questions_per_scene and types and rounds < 10 * questions_per_scene:
-            qtype = types[rounds % len(types)]
-            rounds += 1
-            pool = [c for c in cands[qtype] if c["q"] not in used]
-            if not pool:
-                continue
-            cand = pool[int(rng.integers(len(pool)))]
-            used.add(cand["q"])
-            view = _viewpoint(sim, apt, cand["t"], rng)
-            if view is None:
-                continue
-            goal, goal_rot = view
-            start = _start_pose(sim, apt, goal, apt.objects[cand["t"][0]].room, rng)
-            if start is None:
-                continue
-            sp, goal = np.round(start[0], 4), np.round(goal, 4)
-            dist = sim.geodesic_distance(sp, goal)
-            yaw0 = float(rng.uniform(-math.pi, math.pi))
-            idx = len(records)
-            records.append(
-                {
-                    "episode_id": str(idx),
-                    "trajectory_id": f"{dirname}-{made:02d}",
-                    "scene_id": f"hm3d/val/{dirname}",
-                    "episode_path": f"episode/{idx:04d}-{dirname}",
-                    "type": qtype,
-                    "question": cand["q"],
-                    "answer": cand["a"],
-                    "start_position": sp.tolist(),
-                    "start_rotation": np.round(geo.yaw_to_quat(yaw0), 6).tolist(),
-                    "goal_position": goal.tolist(),
-                    "goal_rotation": np.round(goal_rot, 6).tolist(),
-                    "geodesic_distance": round(float(dist), 4),
-                    "step_length": 0.25,
-                    "actions": [],
-                }
-            )
-            made += 1
-        sim.close()
+        _scene_questions(out_dir, seed, k, questions_per_scene, records)
     path = out_dir / EXPRESS_FILE
     out_dir.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(records, indent=1))
     return path
+
+
+def _scene_questions(
+    out_dir: Path, seed: int, k: int, questions_per_scene: int, records: list[dict[str, Any]]
+) -> None:
+    """Apartment ``k``: its mesh, and up to ``questions_per_scene`` records appended."""
+    apt = generate_apartment(seed * 7919 + k)
+    name, dirname = f"DemoApt{k}", f"{800 + k:05d}-DemoApt{k}"
+    glb, _ = apt.write(out_dir / "scenes" / "val" / dirname, name)
+    sim = MeshSimulator(cell_size=0.05)  # plan on the written file, as runs will
+    sim.load_scene(SceneSpec(f"hm3d/val/{dirname}", glb))
+    rng = np.random.default_rng([seed, k, 17])
+    cands = _express_candidates(apt)
+    types = [t for t in EXPRESS_TYPES if cands[t]]
+    types = [types[i] for i in rng.permutation(len(types))]
+    made, used, rounds = 0, set(), 0
+    while made < questions_per_scene and types and rounds < 10 * questions_per_scene:
+        qtype = types[rounds % len(types)]
+        rounds += 1
+        pool = [c for c in cands[qtype] if c["q"] not in used]
+        if not pool:
+            continue
+        cand = pool[int(rng.integers(len(pool)))]
+        used.add(cand["q"])
+        view = _viewpoint(sim, apt, cand["t"], rng)
+        if view is None:
+            continue
+        goal, goal_rot = view
+        start = _start_pose(sim, apt, goal, apt.objects[cand["t"][0]].room, rng)
+        if start is None:
+            continue
+        sp, goal = np.round(start[0], 4), np.round(goal, 4)
+        dist = sim.geodesic_distance(sp, goal)
+        yaw0 = float(rng.uniform(-math.pi, math.pi))
+        idx = len(records)
+        records.append(
+            {
+                "episode_id": str(idx),
+                "trajectory_id": f"{dirname}-{made:02d}",
+                "scene_id": f"hm3d/val/{dirname}",
+                "episode_path": f"episode/{idx:04d}-{dirname}",
+                "type": qtype,
+                "question": cand["q"],
+                "answer": cand["a"],
+                "start_position": sp.tolist(),
+                "start_rotation": np.round(geo.yaw_to_quat(yaw0), 6).tolist(),
+                "goal_position": goal.tolist(),
+                "goal_rotation": np.round(goal_rot, 6).tolist(),
+                "geodesic_distance": round(float(dist), 4),
+                "step_length": 0.25,
+                "actions": [],
+            }
+        )
+        made += 1
+    sim.close()
 
 
 # ----------------------------------------------------------------------------- OpenEQA

@@ -259,9 +259,6 @@ class EACJudge(Judge):
         answer = {id(r): self._answer_values(r["metrics"]) for r in scored}
         kept = [r for r in scored if answer[id(r)] is not None]
 
-        def dists(rs: Sequence[EpisodeRecord]) -> list[float]:
-            return [d for r in rs if (d := self._distance(r)) is not None]
-
         def block(rs: Sequence[EpisodeRecord]) -> dict[str, dict[str, Any]]:
             return {
                 m: interval_of(v, clusters, method=interval, samples=bootstrap_samples, seed=seed)
@@ -293,7 +290,7 @@ class EACJudge(Judge):
             "counts_eac": {
                 "scored": len(scored),
                 "in_C": len(kept),
-                "in_d_T": len(dists(ok)),
+                "in_d_T": sum(1 for r in ok if self._distance(r) is not None),
                 "stopped_early": sum(1 for r in ok if r["trace"].get("stopped_early")),
             },
             "by_category": groups("category"),

@@ -41,64 +41,78 @@ FUNCTION = {  # OpenEQA "functional reasoning"
 }
 
 
+def _object_questions(
+    c: dict[str, list[dict[str, Any]]],
+    o: Any,
+    by_room: Counter,
+    by_name: Counter,
+    col_room: Counter,
+) -> None:
+    """The candidate questions about one visible object, by category."""
+    uroom = by_room[(o.room, o.name)] == 1
+    if col_room[(o.room, o.color)] == 1 and o.name not in ("door", "painting", "lamp", "tv"):
+        c["object recognition"].append(
+            {
+                "question": f"What is the {o.color} object in the {o.room}?",
+                "answer": f"a {_disp(o.name)}",
+            }
+        )
+    if by_name[o.name] == 1 and o.name != "door":
+        c["object localization"].append(
+            {
+                "question": f"Where is {_the(o.name)}?",
+                "answer": f"in the {o.room}",
+                "extra_answers": [f"the {o.room}", o.room],
+            }
+        )
+    if o.name in COLOR_ITEMS and uroom:
+        c["attribute recognition"].append(
+            {
+                "question": f"What color is the {_disp(o.name)} in the {o.room}?",
+                "answer": o.color,
+            }
+        )
+    if o.supported_by is not None and by_name[o.name] == 1:
+        c["spatial understanding"].append(
+            {
+                "question": f"What is {_the(o.name)} standing on?",
+                "answer": f"the {o.supported_by_name}",
+            }
+        )
+    if o.name in STATE_WORDS and uroom:
+        q = (
+            f"Is the door of the {o.room} {STATE_WORDS[o.name]}?"
+            if o.name == "door"
+            else f"Is {_the(o.name)} in the {o.room} {STATE_WORDS[o.name]}?"
+        )
+        item: dict[str, Any] = {"question": q, "answer": o.state}
+        if o.state in ("on", "open"):
+            item["extra_answers"] = [f"it is {o.state}"]
+        c["object state recognition"].append(item)
+    if o.name in FUNCTION and by_name[o.name] == 1:
+        q, a = FUNCTION[o.name]
+        c["functional reasoning"].append({"question": q, "answer": f"{a} in the {o.room}"})
+    if o.name in LEGGED and uroom:
+        c["world knowledge"].append(
+            {
+                "question": f"How many legs does the {o.name} in the {o.room} have?",
+                "answer": "4",
+                "extra_answers": ["four"],
+            }
+        )
+
+
 def _openeqa_questions(apt: Apartment, visible: set[int], rng) -> list[dict[str, Any]]:
-    objs = [o for o in apt.objects if o.id in visible]
-    by_room = Counter((o.room, o.name) for o in apt.objects)
-    by_name = Counter(o.name for o in apt.objects)
-    col_room = Counter((o.room, o.color) for o in apt.objects)
+    """One question per OpenEQA category (where the apartment allows it) about visible objects."""
+    counts = (
+        Counter((o.room, o.name) for o in apt.objects),
+        Counter(o.name for o in apt.objects),
+        Counter((o.room, o.color) for o in apt.objects),
+    )
     c: dict[str, list[dict[str, Any]]] = {k: [] for k in OPENEQA_CATEGORIES}
-    for o in objs:
-        uroom = by_room[(o.room, o.name)] == 1
-        if col_room[(o.room, o.color)] == 1 and o.name not in ("door", "painting", "lamp", "tv"):
-            c["object recognition"].append(
-                {
-                    "question": f"What is the {o.color} object in the {o.room}?",
-                    "answer": f"a {_disp(o.name)}",
-                }
-            )
-        if by_name[o.name] == 1 and o.name != "door":
-            c["object localization"].append(
-                {
-                    "question": f"Where is {_the(o.name)}?",
-                    "answer": f"in the {o.room}",
-                    "extra_answers": [f"the {o.room}", o.room],
-                }
-            )
-        if o.name in COLOR_ITEMS and uroom:
-            c["attribute recognition"].append(
-                {
-                    "question": f"What color is the {_disp(o.name)} in the {o.room}?",
-                    "answer": o.color,
-                }
-            )
-        if o.supported_by is not None and by_name[o.name] == 1:
-            c["spatial understanding"].append(
-                {
-                    "question": f"What is {_the(o.name)} standing on?",
-                    "answer": f"the {o.supported_by_name}",
-                }
-            )
-        if o.name in STATE_WORDS and uroom:
-            q = (
-                f"Is the door of the {o.room} {STATE_WORDS[o.name]}?"
-                if o.name == "door"
-                else f"Is {_the(o.name)} in the {o.room} {STATE_WORDS[o.name]}?"
-            )
-            item: dict[str, Any] = {"question": q, "answer": o.state}
-            if o.state in ("on", "open"):
-                item["extra_answers"] = [f"it is {o.state}"]
-            c["object state recognition"].append(item)
-        if o.name in FUNCTION and by_name[o.name] == 1:
-            q, a = FUNCTION[o.name]
-            c["functional reasoning"].append({"question": q, "answer": f"{a} in the {o.room}"})
-        if o.name in LEGGED and uroom:
-            c["world knowledge"].append(
-                {
-                    "question": f"How many legs does the {o.name} in the {o.room} have?",
-                    "answer": "4",
-                    "extra_answers": ["four"],
-                }
-            )
+    for o in apt.objects:
+        if o.id in visible:
+            _object_questions(c, o, *counts)
     out = []
     for cat in OPENEQA_CATEGORIES:
         if c[cat]:
