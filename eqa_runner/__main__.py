@@ -77,7 +77,10 @@ def main() -> None:
         sys.stdout.write(render_help())
         return
     from eqa_runner.llm import secret_overrides
+    from eqa_runner.redact import install
     from eqa_runner.run.rundir import remove_unlabelled_fresh_dirs
+
+    install()  # every secret of the environment is redacted from the console and the logs
 
     refusal = secret_overrides(sys.argv[1:])  # before Hydra composes, logs or writes anything
     if refusal:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from eqa_runner.errors import RunDirError
+from eqa_runner.redact import redact
 from eqa_runner.types import EpisodeRecord, UsageInfo
 
 log = logging.getLogger(__name__)
@@ -54,8 +55,29 @@ REQUIRED_FIELDS = ("episode_id", "status")
 QUARANTINE_SUFFIX = ".quarantine"
 
 
+# the type of every field a line may hold (checked on read; None is allowed where it is listed)
+RECORD_TYPES: dict[str, tuple[type, ...]] = {
+    "question": (str,),
+    "answer": (str, type(None)),
+    "category": (str, type(None)),
+    "prediction": (str, type(None)),
+    "judge_raw": (str, type(None)),
+    "judge_ok": (bool,),
+    "metrics": (dict, type(None)),
+    "trace": (dict, type(None)),
+    "error": (dict, type(None)),
+    "timings": (dict, type(None)),
+    "usage": (dict, type(None)),
+    "extra_answers": (list, type(None)),
+}
+
+
 def incomplete_reason(obj: Any) -> str | None:
-    """Why a parsed line is not a complete record (None when it is)."""
+    """Why a parsed line is not a complete record (None when it is): the record schema.
+
+    Every line has ``episode_id`` and ``status``; every field has its type
+    (:data:`RECORD_TYPES`); an ``ok`` line has its ``metrics`` object, and, unless its judge
+    reply was unparsable (``judge_ok: false``), at least one metric, every metric a number."""
     if not isinstance(obj, dict):
         return f"not a JSON object ({type(obj).__name__})"
     missing = [k for k in REQUIRED_FIELDS if k not in obj]
@@ -65,8 +87,25 @@ def incomplete_reason(obj: Any) -> str | None:
         return f"status {obj['status']!r} is not ok/error"
     if not isinstance(obj["episode_id"], (str, int)) or isinstance(obj["episode_id"], bool):
         return "episode_id is not a string"
-    if obj["status"] == "ok" and not isinstance(obj.get("metrics"), dict):
+    for key, types in RECORD_TYPES.items():
+        if key in obj and not isinstance(obj[key], types):
+            return f"field {key} is a {type(obj[key]).__name__}"
+    if obj["status"] == "ok":
+        return _ok_reason(obj)
+    return None
+
+
+def _ok_reason(obj: dict[str, Any]) -> str | None:
+    metrics = obj.get("metrics")
+    if not isinstance(metrics, dict):
         return "incomplete record (an ok line without its metrics object)"
+    if obj.get("judge_ok") is False:
+        return None  # an unparsable judge reply: counted, no metrics
+    if not metrics:
+        return "incomplete record (an ok line with no metrics and no judge_ok: false)"
+    bad = [k for k, v in metrics.items() if v is not None and not isinstance(v, (int, float))]
+    if bad:
+        return f"metric {bad[0]} is not a number"
     return None
 
 
@@ -128,7 +167,7 @@ class RecordWriter:
         self._fh = self.path.open("ab", buffering=0)
 
     def write(self, record: EpisodeRecord | dict[str, Any]) -> None:
-        line = json.dumps(to_jsonable(record), ensure_ascii=False, allow_nan=False)
+        line = redact(json.dumps(to_jsonable(record), ensure_ascii=False, allow_nan=False))
         view = memoryview((line + "\n").encode("utf-8"))
         while view:  # a partial write is a torn line: the next writer moves it to .torn
             n = self._fh.write(view)
@@ -271,6 +310,7 @@ def write_json_atomic(path: Path, obj: Any) -> None:
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     text = json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    text = redact(text)  # every secret the process knows (eqa_runner.redact)
     try:
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)

@@ -155,13 +155,39 @@ def pending_records(
             yield rec
 
 
+def _judge_fingerprint(run_dir: Path, cfg: DictConfig, prompts: dict[str, Any], tag: str) -> Any:
+    """Check (or write, before the first record) the judge fingerprint of ``rejudged-<tag>``."""
+    from eqa_runner.records import write_json_atomic
+    from eqa_runner.run.provenance import check_same_judge, input_hashes, judge_record
+
+    blind = cfg.judge.get("blind_run_dir")
+    inputs = input_hashes({}, prompts, [Path(str(blind)) / EPISODES_FILE] if blind else [])
+    judge_cfg = OmegaConf.to_container(cfg.judge, resolve=True)
+    rec = judge_record(cast(dict, judge_cfg), {k: v for k, v in inputs.items() if k != "data"})
+    side = run_dir / f"provenance.rejudged-{tag}.json"
+    out = run_dir / f"episodes.rejudged-{tag}.jsonl"
+    if side.is_file():
+        check_same_judge(side, rec, tag=tag)
+    elif out.is_file() and out.stat().st_size > 0:
+        from eqa_runner.errors import RunDirError
+
+        raise RunDirError(
+            f"{out}: rejudged records without a judge fingerprint ({side.name}), so nothing says "
+            "which judge scored them; pass another --tag for this judge."
+        )
+    else:
+        write_json_atomic(side, rec)
+    return rec["judge_fingerprint"]
+
+
 def _rejudge_locked(run_dir: Path, cfg: DictConfig, judge: Judge, tag: str) -> dict[str, Any]:
     """Streams: the records are read twice, lazily (an index of final records, then the
     pending ones), with at most ``run.workers`` of them in memory (docs/benchmarks.md)."""
     src = final_index(run_dir / EPISODES_FILE)
     out_name = f"episodes.rejudged-{tag}.jsonl"
-    done = {i for i, (_, status) in final_index(run_dir / out_name).items() if status == "ok"}
     prompts = judge.prompts(cfg.prompts.get("dir"))
+    judge_fp = _judge_fingerprint(run_dir, cfg, prompts, tag)
+    done = {i for i, (_, status) in final_index(run_dir / out_name).items() if status == "ok"}
     _, judge_llm = llm_clients(
         cfg, judge, {n: str(p["sha256"]) for n, p in prompts.items()}, roles=("judge",)
     )
@@ -212,7 +238,7 @@ def _rejudge_locked(run_dir: Path, cfg: DictConfig, judge: Judge, tag: str) -> d
 
     with RecordWriter(run_dir / out_name) as w:
         asyncio.run(main(w))
-    return _write_rejudged_summary(run_dir, cfg, judge, tag, list(src), prompts)
+    return _write_rejudged_summary(run_dir, cfg, judge, tag, list(src), prompts, judge_fp)
 
 
 def _write_rejudged_summary(
@@ -222,6 +248,7 @@ def _write_rejudged_summary(
     tag: str,
     ids: list[str],
     prompts: dict[str, dict[str, object]],
+    judge_fp: Any,
 ) -> dict[str, Any]:
     """``summary.rejudged-<tag>.json`` from the re-judged records of the episodes ``ids``."""
     inputs = SummaryInputs(
@@ -237,7 +264,7 @@ def _write_rejudged_summary(
         inputs,
         jsonl_name=f"episodes.rejudged-{tag}.jsonl",
         summary_name=f"summary.rejudged-{tag}.json",
-        extra={"rejudged_from": EPISODES_FILE},
+        extra={"rejudged_from": EPISODES_FILE, "judge_fingerprint": judge_fp},
     )
 
 
@@ -252,6 +279,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--tag", default=None, help="output name tag (default: the judge model)")
     args = ap.parse_args(argv)
     from eqa_runner.errors import UserError
+    from eqa_runner.redact import install
+
+    install()
 
     try:
         out = rejudge(args.run_dir, args.overrides, tag=args.tag)

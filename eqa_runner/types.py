@@ -57,6 +57,7 @@ class UsageInfo(TypedDict):
     cached_calls: int
     retries: int
     failed_calls: int  # calls that failed for good (their requests = retries + 1)
+    invalid_logprobs: int  # token log-probabilities dropped as invalid (not finite, or > 0)
 
 
 class EpisodeRecord(TypedDict):

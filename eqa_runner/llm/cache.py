@@ -17,6 +17,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from eqa_runner.redact import redact
+
 CACHE_FORMAT_VERSION = 1
 log = logging.getLogger(__name__)
 
@@ -65,7 +67,7 @@ class DiskCache:
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps(value), encoding="utf-8")
+            tmp.write_text(redact(json.dumps(value)), encoding="utf-8")
             os.replace(tmp, path)
         except OSError as e:
             with contextlib.suppress(OSError):

@@ -1,10 +1,13 @@
 """Multiple-choice answers from a model: the letter distribution from token log-probabilities
 where the endpoint returns them, else the letter parsed from the reply text.
 
-Log-probabilities: the first generated position whose top alternatives contain an option letter
-is the answer position; the distribution over the options is the softmax of those letters'
-log-probabilities (letters outside the returned top-k get probability 0 and are listed in
-``missing``). This mirrors scoring the option letters by their token likelihood.
+Log-probabilities: the answer position is where the reply actually says its letter: the first
+generated position whose sampled token is the letter the reply names (or, when the text names
+none, the first position whose sampled token is an option letter) — not merely the first
+position whose alternatives offer some letter (an article "A" among the alternatives of "The").
+The distribution over the options is the softmax of the letters' log-probabilities there
+(letters outside the returned top-k get probability 0 and are listed in ``missing``). This
+mirrors scoring the option letters by their token likelihood.
 
 Parsing: a reply names a letter when it starts with one standing alone ("B", "(B)", "B.", "B)
 sofa", "**B**"), says so ("Answer: B", "the answer is (C)", "I choose D", "Option A"), or quotes
@@ -18,6 +21,8 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+
+from eqa_runner.llm.replies import tidy_reply
 
 LETTERS = "ABCDEFGH"
 
@@ -59,25 +64,31 @@ def _token_letter(token: str, letters: str) -> str | None:
 
 
 def choice_from_logprobs(
-    positions: Sequence[Sequence[tuple[str, float]]], n_options: int
+    positions: Sequence[Sequence[tuple[str, float]]], n_options: int, reply: str | None = None
 ) -> Choice | None:
-    """The choice at the first position whose top alternatives include an option letter.
+    """The choice at the answer position (module docstring), or None when no sampled token is
+    an option letter (fall back to parsing).
 
-    ``positions``: per generated token, its (token, logprob) alternatives (the sampled token
-    included). Returns None when no position mentions a letter (fall back to parsing).
+    ``positions``: per generated token, its (token, logprob) alternatives, the sampled token
+    first (:func:`eqa_runner.llm.logprobs.validated_logprobs`). ``reply``: the reply's text.
     """
     letters = option_letters(n_options)
+    said = parse_choice(reply, n_options=n_options) if reply else None
     for alts in positions:
+        sampled = _token_letter(alts[0][0], letters) if alts else None
+        if sampled is None or (said is not None and sampled != said):
+            continue
         best: dict[str, float] = {}
         for tok, lp in alts:
             letter = _token_letter(tok, letters)
-            if letter is not None and lp > best.get(letter, -math.inf):
+            if letter is not None and math.isfinite(lp) and lp > best.get(letter, -math.inf):
                 best[letter] = float(lp)
-        if best:
-            probs = softmax_letters(best, letters)
-            pick = max(probs, key=lambda k: (probs[k], -letters.index(k)))
-            missing = tuple(k for k in letters if k not in best)
-            return Choice(pick, "logprobs", probs, missing)
+        probs = softmax_letters(best, letters)
+        if not probs:
+            return None
+        pick = max(probs, key=lambda k: (probs[k], -letters.index(k)))
+        missing = tuple(k for k in letters if k not in best)
+        return Choice(pick, "logprobs", probs, missing)
     return None
 
 
@@ -93,7 +104,7 @@ _STANDALONE = re.compile(r"(?<![\w'])([B-H])(?![\w'])|(?<![\w'])(A)(?=[.)]|$)")
 
 
 def _normalise(text: str) -> str:
-    return re.sub(r"[*_`#>]+", "", text or "").strip()
+    return re.sub(r"[*_`#>]+", "", tidy_reply(text)).strip()
 
 
 def parse_choice(
@@ -136,7 +147,7 @@ def pick(
 ) -> Choice:
     """The choice of one reply: log-probabilities when returned, else the parsed letter."""
     if positions:
-        c = choice_from_logprobs(positions, len(options))
+        c = choice_from_logprobs(positions, len(options), reply)
         if c is not None:
             return c
     letter = parse_choice(reply, options)

@@ -28,181 +28,44 @@ import json
 import logging
 import os
 import random
-import threading
 import time
-import weakref
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Any
 
 from eqa_runner.errors import ConfigSecretError
-from eqa_runner.llm.adaptive import (
-    ERROR,
-    OK,
-    RATE_LIMITED,
-    TIMEOUT,
-    AdaptiveLimit,
-    Ticket,
-    limit_for,
-)
+from eqa_runner.llm.adaptive import ERROR, OK, RATE_LIMITED, AdaptiveLimit, limit_for
 from eqa_runner.llm.cache import CACHE_FORMAT_VERSION, DiskCache
+from eqa_runner.llm.completions import direct_completion, litellm_completion
 from eqa_runner.llm.config import LLMConfig
 from eqa_runner.llm.errors import EmptyReplyError, LLMError, is_retryable, retry_after_s, short
 from eqa_runner.llm.loader import load_litellm
-from eqa_runner.llm.logprobs import extract_top_logprobs, logprob_params
+from eqa_runner.llm.logprobs import logprob_params
 from eqa_runner.llm.messages import Message, message_images, message_text, wire_messages
 from eqa_runner.llm.offline import DEFAULT_OFFLINE_REPLY, is_offline, offline_completion
+from eqa_runner.llm.transport import (
+    ADAPTIVE_DECREASE,
+    ADAPTIVE_INCREASE,
+    ADAPTIVE_INITIAL,
+    PROVIDER_IMAGE_LIMITS,
+    DirectCallError,
+    FixedGate,
+    call_pool,
+    direct_post,
+    endpoint_stats,
+    endpoint_summary,
+    error_name,
+    limiter,
+    outcome_of,
+    plain_openai_chat,
+    provider_of,
+)
 from eqa_runner.llm.usage import Completion, account, account_failure
+from eqa_runner.redact import register
+
+__all__ = ["DirectCallError", "LLMClient", "endpoint_stats", "endpoint_summary", "provider_of"]
 
 log = logging.getLogger(__name__)
-
-# AIMD on 429s / timeouts (bench/rate_limit.py): a gentler decrease than TCP's 0.5, and a
-# slow additive increase (+0.25 call per round of `limit` calls) so that probing past a
-# provider's limit, which costs a 429 each time, happens rarely
-ADAPTIVE_DECREASE = 0.7
-ADAPTIVE_INCREASE = 0.25
-ADAPTIVE_INITIAL = 8  # then doubling per round (slow start) up to the ceiling until a 429
-
-# Per-provider request limits checked before sending: (max images, max bytes per image).
-PROVIDER_IMAGE_LIMITS: dict[str, tuple[int, int]] = {
-    "openai": (500, 20 * 1024 * 1024),
-    "azure": (500, 20 * 1024 * 1024),
-    "anthropic": (100, 5 * 1024 * 1024),
-    "bedrock": (20, 3_750_000),
-    "gemini": (3000, 7 * 1024 * 1024),
-    "vertex_ai": (3000, 7 * 1024 * 1024),
-}
-
-_LIMITERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
-_LIMITERS = weakref.WeakKeyDictionary()
-
-
-def _limiter(n: int) -> asyncio.Semaphore:
-    """One semaphore per event loop: the global cap on concurrent model calls (``fixed``)."""
-    loop = asyncio.get_running_loop()
-    sem = _LIMITERS.get(loop)
-    if sem is None:
-        sem = _LIMITERS[loop] = asyncio.Semaphore(n)
-    return sem
-
-
-class _FixedGate:
-    """``llm.concurrency: fixed``: the per-loop semaphore behind the adaptive gate's interface."""
-
-    def __init__(self, sem: asyncio.Semaphore) -> None:
-        self.sem = sem
-
-    async def acquire(self) -> Ticket:
-        await self.sem.acquire()
-        return Ticket(0)
-
-    async def release(
-        self, ticket: Ticket, outcome: str, retry_after_s: float | None = None
-    ) -> None:
-        self.sem.release()
-
-
-_HTTP: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
-
-
-def _http_client(ceiling: int) -> Any:
-    """One ``httpx.AsyncClient`` per event loop (dropped with its loop)."""
-    loop = asyncio.get_running_loop()
-    client = _HTTP.get(loop)
-    if client is None:
-        import httpx
-
-        client = _HTTP[loop] = httpx.AsyncClient(
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=max(8, ceiling)),
-            timeout=None,  # per request
-        )
-    return client
-
-
-class DirectCallError(Exception):
-    """A failed direct HTTP call: the status (None: no response) and whether to retry."""
-
-    def __init__(self, msg: str, *, status: int | None = None, headers: Any = None,
-                 retryable: bool = True, timeout: bool = False) -> None:  # fmt: skip
-        super().__init__(msg)
-        self.status_code = status
-        self.litellm_response_headers = headers  # read by errors.retry_after_s
-        self.retryable = retryable
-        self.timeout = timeout
-
-
-def _outcome(exc: BaseException) -> str:
-    """How a failed attempt counts for the adaptive limit: rate limited, timed out or other."""
-    if isinstance(exc, DirectCallError):
-        if exc.status_code == 429:
-            return RATE_LIMITED
-        return TIMEOUT if exc.timeout else ERROR
-    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
-        return TIMEOUT
-    if getattr(exc, "status_code", None) == 429:
-        return RATE_LIMITED
-    name = type(exc).__name__
-    if name == "RateLimitError":
-        return RATE_LIMITED
-    if name in ("Timeout", "APITimeoutError"):
-        return TIMEOUT
-    return ERROR
-
-
-def endpoint_stats() -> dict[str, dict[str, float]]:
-    """Per ``endpoint model``, the latest adaptive limit's state: limit, peak in flight, 429s."""
-    from eqa_runner.llm.adaptive import LAST
-
-    return {f"{endpoint} {model}": lim.snapshot() for (endpoint, model), lim in LAST.items()}
-
-
-def endpoint_summary() -> list[dict[str, Any]]:
-    """:func:`endpoint_stats` for the summary: one entry per endpoint and model called in this
-    process (the limit it ended at, peak calls in flight, 429s, timeouts, decreases); endpoint
-    URLs without user-info."""
-    from eqa_runner.llm.adaptive import LAST
-    from eqa_runner.llm.secrets import strip_userinfo
-
-    return [
-        {"endpoint": strip_userinfo(endpoint), "model": model, **lim.snapshot()}
-        for (endpoint, model), lim in sorted(LAST.items())
-    ]
-
-
-_CALL_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def _call_pool(size: int) -> ThreadPoolExecutor:
-    """Threads for ``transport: thread`` (process-wide; calls are capped by the limiter)."""
-    global _CALL_POOL
-    with _POOL_LOCK:
-        if _CALL_POOL is None:
-            _CALL_POOL = ThreadPoolExecutor(max(1, size), thread_name_prefix="llm-call")
-    return _CALL_POOL
-
-
-def _plain_openai_chat(name: str) -> bool:
-    """Whether litellm sends this OpenAI model's messages unchanged (its plain GPT config; not
-    the o-series / reasoning configs, which rewrite system messages and parameters)."""
-    try:
-        load_litellm()
-        from litellm.llms.openai.chat.gpt_transformation import (
-            OpenAIGPTConfig,
-            OpenAIUnknownModelConfig,
-        )
-        from litellm.types.utils import LlmProviders
-        from litellm.utils import ProviderConfigManager
-
-        conf = ProviderConfigManager.get_provider_chat_config(name, LlmProviders.OPENAI)
-    except Exception:  # noqa: BLE001 - another litellm layout: keep litellm
-        return False
-    return type(conf) in (OpenAIGPTConfig, OpenAIUnknownModelConfig)
-
-
-def provider_of(model: str) -> str:
-    return model.split("/", 1)[0] if "/" in model else "openai"
 
 
 class LLMClient:
@@ -257,13 +120,13 @@ class LLMClient:
                 self.cfg.direct_http
                 and self.cfg.api_base
                 and self.cfg.model.startswith("openai/")
-                and _plain_openai_chat(self.cfg.model.split("/", 1)[1])
+                and plain_openai_chat(self.cfg.model.split("/", 1)[1])
             )
         return self._direct
 
-    def _gate(self) -> AdaptiveLimit | _FixedGate:
+    def _gate(self) -> AdaptiveLimit | FixedGate:
         if self.cfg.concurrency == "fixed":
-            return _FixedGate(_limiter(self.ceiling))
+            return FixedGate(limiter(self.ceiling))
         return limit_for(self.endpoint, self.cfg.model, self.ceiling, initial=ADAPTIVE_INITIAL,
                          increase=ADAPTIVE_INCREASE, decrease=ADAPTIVE_DECREASE,
                          slow_start=True)  # fmt: skip
@@ -457,6 +320,7 @@ class LLMClient:
                     f"{self.role}: environment variable {self.cfg.api_key_env} "
                     "(llm.api_key_env) is not set."
                 )
+            register(key)  # redacted from every sink (an endpoint may echo it in an error)
             return key
         if self.cfg.api_base and self._needs_dummy_key():
             return "no-key"  # self-hosted OpenAI-compatible server without auth
@@ -498,7 +362,7 @@ class LLMClient:
                 return litellm.acompletion(**kwargs)
             # litellm's sync client in a bounded pool (less CPU per call here)
             return asyncio.get_running_loop().run_in_executor(
-                _call_pool(self.cfg.max_concurrent_calls),
+                call_pool(self.cfg.max_concurrent_calls),
                 functools.partial(litellm.completion, **kwargs),
             )
 
@@ -513,37 +377,15 @@ class LLMClient:
         }
         data = json.dumps(body).encode()
         key = self._api_key() or os.environ.get("OPENAI_API_KEY")
+        register(key)
         headers = {"Content-Type": "application/json"}
         if key:
             headers["Authorization"] = f"Bearer {key}"
         url = str(self.cfg.api_base).rstrip("/") + "/chat/completions"
-        timeout = self.cfg.timeout_s
+        timeout, ceiling = self.cfg.timeout_s, self.ceiling
 
         async def send() -> dict[str, Any]:
-            import httpx
-
-            try:
-                r = await _http_client(self.ceiling).post(
-                    url, content=data, headers=headers, timeout=timeout
-                )
-            except httpx.TimeoutException as e:
-                raise DirectCallError(f"Timeout: {e!r}", timeout=True) from e
-            except httpx.TransportError as e:  # reset, refused, protocol error
-                raise DirectCallError(f"connection error: {e!r}") from e
-            if r.status_code >= 400:
-                text = r.text
-                st = r.status_code
-                raise DirectCallError(
-                    f"HTTP {st}: {text}", status=st, headers=r.headers,
-                    retryable=st in (408, 409, 429) or st >= 500
-                    and not ("credential" in text.lower() or "api key" in text.lower()),
-                )  # fmt: skip
-            try:
-                reply = r.json()
-                reply["choices"][0]["message"]  # noqa: B018 - a reply without a message
-            except (ValueError, KeyError, IndexError, TypeError) as e:
-                raise DirectCallError(f"malformed reply: {short(e)}") from e
-            return reply
+            return await direct_post(url, data, headers, timeout, ceiling)
 
         return send
 
@@ -575,7 +417,7 @@ class LLMClient:
                 raise
             except Exception as exc:  # noqa: BLE001 - classified below
                 wait = retry_after_s(exc)
-                outcome = _outcome(exc)
+                outcome = outcome_of(exc)
                 await gate.release(ticket, outcome, wait if outcome == RATE_LIMITED else None)
                 if outcome == RATE_LIMITED and isinstance(gate, AdaptiveLimit):
                     log.info(
@@ -585,7 +427,7 @@ class LLMClient:
                 ok = exc.retryable if isinstance(exc, DirectCallError) else is_retryable(exc)
                 if not ok or retries >= self.cfg.max_retries:
                     account_failure(retries)
-                    name = _error_name(exc)
+                    name = error_name(exc)
                     raise LLMError(
                         f"{self.cfg.model} ({self.role}) failed after {retries} retries: "
                         f"{name}: {short(exc)}"
@@ -596,21 +438,21 @@ class LLMClient:
                 wait = min(wait, self.cfg.backoff_max_s)
                 retries += 1
                 log.info(
-                    "%s: %s, retry %d in %.2fs", self.cfg.model, _error_name(exc), retries, wait
+                    "%s: %s, retry %d in %.2fs", self.cfg.model, error_name(exc), retries, wait
                 )
             else:
                 await gate.release(ticket, OK)
                 latency = time.perf_counter() - t0
                 if direct:
-                    return self._direct_completion(resp, params, retries, latency, payload)
-                return self._completion(resp, params, retries, latency, payload)
+                    return direct_completion(self, resp, params, retries, latency, payload)
+                return litellm_completion(self, resp, params, retries, latency, payload)
             try:
                 await asyncio.sleep(wait)
             except asyncio.CancelledError:  # cancelled while backing off: `retries` requests made
                 account_failure(retries - 1)
                 raise
 
-    def _cost(self, prompt_tokens: int, completion_tokens: int) -> float | None:
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float | None:
         """The config's explicit price (``llm.input_usd_per_mtok`` …) of a reply, else litellm's
         (None for a model its cost map does not know)."""
         explicit = self.explicit_price()
@@ -627,64 +469,3 @@ class LLMClient:
             self._unpriced = True
             return None
         return float(p) + float(c)
-
-    def _direct_completion(
-        self, reply: dict[str, Any], params: dict[str, Any], retries: int, latency: float,
-        payload: int,
-    ) -> Completion:  # fmt: skip
-        choice = reply["choices"][0]
-        message = choice.get("message") or {}
-        usage = reply.get("usage") or {}
-        prompt = int(usage.get("prompt_tokens") or 0)
-        completion = int(usage.get("completion_tokens") or 0)
-        return Completion(
-            text=message.get("content") or "",
-            model=self.cfg.model,
-            finish_reason=choice.get("finish_reason"),
-            prompt_tokens=prompt,
-            completion_tokens=completion,
-            cost_usd=self._cost(prompt, completion),
-            retries=retries,
-            latency_s=latency,
-            payload_bytes=payload,
-            params=self.sent_params(params),
-            logprobs=extract_top_logprobs(choice) if params.get("logprobs") else None,
-        )
-
-    def _completion(
-        self, resp: Any, params: dict[str, Any], retries: int, latency: float, payload: int
-    ) -> Completion:
-        choice = resp.choices[0]
-        text = (choice.message.content or "") if choice.message else ""
-        usage = getattr(resp, "usage", None)
-        # litellm prices every response already (None for models without a known price)
-        hidden = getattr(resp, "_hidden_params", None) or {}
-        raw_cost = hidden.get("response_cost")
-        cost = float(raw_cost) if raw_cost is not None else None
-        explicit = self.explicit_price()
-        if explicit is not None:  # the config's price wins (llm.input_usd_per_mtok ...)
-            cost = (
-                explicit[0] * int(getattr(usage, "prompt_tokens", 0) or 0)
-                + explicit[1] * int(getattr(usage, "completion_tokens", 0) or 0)
-            ) / 1e6
-        return Completion(
-            text=text,
-            model=self.cfg.model,
-            finish_reason=getattr(choice, "finish_reason", None),
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-            cost_usd=cost,
-            retries=retries,
-            latency_s=latency,
-            payload_bytes=payload,
-            params=self.sent_params(params),
-            logprobs=extract_top_logprobs(choice) if params.get("logprobs") else None,
-        )
-
-
-def _error_name(exc: BaseException) -> str:
-    if isinstance(exc, DirectCallError):
-        if exc.status_code == 429:
-            return "RateLimitError"
-        return "Timeout" if exc.timeout else "APIError"
-    return type(exc).__name__

@@ -6,6 +6,11 @@ or drops for a provider that has no such parameter). What comes back, litellm's
 ``choices[0].logprobs.content[i].top_logprobs``, is kept on the :class:`Completion` as
 ``logprobs``: one list per generated token of ``(token, logprob)`` alternatives, the sampled
 token included. None when the endpoint returns none.
+
+Every log-probability is validated (:func:`valid_logprob`): finite and at most 0 (a tiny
+positive rounding error is read as 0). Anything else (``+inf``, ``nan``, ``3.2``, a string) is
+dropped and counted (``Completion.invalid_logprobs``, summed as ``usage.invalid_logprobs`` in
+the records and the summary), never used in a probability.
 """
 
 from __future__ import annotations
@@ -32,31 +37,56 @@ def _field(obj: Any, name: str) -> Any:
     return getattr(obj, name, None)
 
 
+ROUNDING = 1e-6  # a log-probability up to this much above 0 is a rounding error: read as 0
+
+
+def valid_logprob(lp: Any) -> float | None:
+    """``lp`` as a log-probability (finite, ≤ 0), or None."""
+    if isinstance(lp, bool) or not isinstance(lp, (int, float)):
+        return None
+    f = float(lp)
+    if not math.isfinite(f) or f > ROUNDING:
+        return None
+    return min(f, 0.0)
+
+
 def _pair(entry: Any) -> tuple[str, float] | None:
     token, lp = _field(entry, "token"), _field(entry, "logprob")
-    if not isinstance(token, str) or not isinstance(lp, (int, float)) or math.isnan(lp):
+    v = valid_logprob(lp)
+    if not isinstance(token, str) or v is None:
         return None
-    return token, float(lp)
+    return token, v
+
+
+def validated_logprobs(choice: Any) -> tuple[TopLogprobs | None, int]:
+    """Per generated token, its valid ``(token, logprob)`` alternatives, from a response choice
+    (a litellm object or a plain dict), and how many entries were dropped as invalid; None
+    when the response carries no log-probabilities."""
+    content = _field(_field(choice, "logprobs"), "content")
+    if not content:
+        return None, 0
+    out: TopLogprobs = []
+    bad = 0
+    for pos in content:
+        entries = list(_field(pos, "top_logprobs") or [])
+        alts = [p for e in entries if (p := _pair(e)) is not None]
+        bad += len(entries) - len(alts)
+        chosen = _pair(pos)
+        if chosen is None and _field(pos, "token") is not None:
+            bad += 1
+        if chosen is not None:  # the sampled token first
+            alts = [chosen, *(a for a in alts if a[0] != chosen[0])]
+        out.append(alts)
+    return (out or None), bad
 
 
 def extract_top_logprobs(choice: Any) -> TopLogprobs | None:
-    """Per generated token, its ``(token, logprob)`` alternatives, from a response choice
-    (a litellm object or a plain dict); None when the response carries no log-probabilities."""
-    content = _field(_field(choice, "logprobs"), "content")
-    if not content:
-        return None
-    out: TopLogprobs = []
-    for pos in content:
-        alts = [p for e in (_field(pos, "top_logprobs") or []) if (p := _pair(e)) is not None]
-        chosen = _pair(pos)
-        if chosen is not None and chosen[0] not in {t for t, _ in alts}:
-            alts.insert(0, chosen)
-        out.append(alts)
-    return out or None
+    """:func:`validated_logprobs` without the count."""
+    return validated_logprobs(choice)[0]
 
 
 def as_top_logprobs(value: Sequence[Sequence[Sequence[Any]]] | None) -> TopLogprobs | None:
     """``logprobs`` as read back from JSON (lists for tuples) in the canonical form."""
     if value is None:
         return None
-    return [[(str(t), float(lp)) for t, lp in pos] for pos in value]
+    return [[(str(t), v) for t, lp in pos if (v := valid_logprob(lp)) is not None] for pos in value]

@@ -5,11 +5,18 @@ written (Hydra's callback runs it before the run directory is made, the run loop
 in-process runs): a value that looks like a credential is refused naming the field, with the
 value masked. Three shapes are recognised:
 
-- a field whose *name* says it holds a secret (``api_key``, ``token``, ``password``,
-  ``authorization``, … anywhere, e.g. in ``llm.extra_params.headers``) with a value;
+- a field whose *name* says it holds a secret, matched by parts
+  (:func:`eqa_runner.redact.credential_name`: ``openai_api_key``, ``hf_token``,
+  ``Ocp-Apim-Subscription-Key``, ``X-Api-Token``, … anywhere, e.g. in
+  ``llm.extra_params.headers`` or ``hydra.job.env_set``) with a value;
 - a value that looks like a key whatever its field (provider key prefixes such as ``sk-``,
-  ``Bearer …``, a URL with a password or a ``?api_key=`` query, long mixed-case random strings);
-- an ``*_env`` field (the NAME of an environment variable) holding something that is not a name.
+  ``Bearer …``, a URL with a password or a credential query such as ``?key=``, ``?code=``,
+  ``?subscription-key=``, long random strings that are not made of words);
+- an ``*_env`` field (the NAME of an environment variable) holding something that is not a
+  name, or a name that is itself key-shaped (``hf_…``, 32+ hex digits, ``sk-…``).
+
+Every value refused here, and the value of every variable an ``*_env`` field names, is
+registered with the redaction filter (:mod:`eqa_runner.redact`), so it never reaches a sink.
 
 URLs are written without user-info (:func:`strip_userinfo`).
 """
@@ -22,28 +29,18 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
+from eqa_runner.redact import KEY_SHAPES, credential_name, register
+
 SECRET_CONFIG_KEY = "api_key"  # config keys with this last component must never hold a value
 
-# a field named like this holds a secret (compared on the last key component, case-insensitive)
-_SECRET_NAME = re.compile(
-    r"^(x-)?(api[_-]?key|apikey|access[_-]?token|auth[_-]?token|bearer[_-]?token|token|secret|"
-    r"client[_-]?secret|secret[_-]?key|password|passwd|authorization|credentials?|private[_-]?key"
-    r"|x-goog-api-key|session[_-]?token)$",
-    re.I,
-)
-# well-known key shapes (prefix + a long random tail)
-_KEY_SHAPES = re.compile(
-    r"(?<![A-Za-z0-9])("
-    r"sk-[A-Za-z0-9_-]{16,}|sk_(live|test)_[A-Za-z0-9]{16,}|AIza[0-9A-Za-z_-]{30,}"
-    r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|hf_[A-Za-z0-9]{20,}"
-    r"|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|glpat-[A-Za-z0-9_-]{16,}"
-    r"|gsk_[A-Za-z0-9]{20,}|pplx-[A-Za-z0-9]{20,}|r8_[A-Za-z0-9]{20,}|nvapi-[A-Za-z0-9_-]{20,}"
-    r")"
-)
 _BEARER = re.compile(r"^\s*(bearer|basic|token)\s+\S{8,}", re.I)
-_SECRET_QUERY = re.compile(r"^(api[_-]?key|apikey|key|token|access[_-]?token|secret|password|sig)$",
-                           re.I)  # fmt: skip
+# URL query parameters that carry credentials (besides every credential-named one)
+_SECRET_QUERY = frozenset(
+    {"key", "code", "auth", "sig", "signature", "token", "apikey", "subscription-key", "secret",
+     "password", "access_token", "client_secret"}
+)  # fmt: skip
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_HEX_KEY = re.compile(r"^(?=.*[a-fA-F])(?=.*[0-9])[0-9a-fA-F]{32,}$")
 _REFUSED_BLANK = ("", "null", "none", "~")
 
 
@@ -53,12 +50,34 @@ def mask(value: str) -> str:
     return f"{v[:3]}…({len(v)} chars)" if len(v) > 6 else "…"
 
 
+_RUN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+|[^A-Za-z0-9]+")
+_WORD = re.compile(r"[A-Z]?[a-z]{2,}")
+_VOWEL = re.compile(r"[aeiouyAEIOUY]")
+
+
 def _random_token(s: str) -> bool:
-    """A long single token mixing upper case, lower case and digits (entropy, not a word)."""
-    if len(s) < 32 or any(c in s for c in " /\\.:@${}=,"):
+    """A long single token mixing upper case, lower case and digits that is not made of words:
+    random keys have short character-class runs (about 1.9 characters on average) and few
+    word-like runs; ``AblationRunQwen25VL72BInstructSeed1234`` has runs of 3.8 and is 71 %
+    words. Ids joined by ``-`` / ``_`` (``hmeqa_00843_DYehNKdT76V_floor0``) are judged by their
+    longest part (the corpus in ``tests/reliability/fixtures/identifiers.txt``)."""
+    if len(s) < 32 or len(s) > 512 or any(c in s for c in " /\\.:@${}=,"):
         return False
-    classes = sum(bool(re.search(p, s)) for p in ("[a-z]", "[A-Z]", "[0-9]"))
-    return classes == 3 and len(set(s)) >= 16
+    part = max(re.split(r"[-_]", s), key=len)
+    if len(part) < 24:
+        return False
+    classes = sum(bool(re.search(p, part)) for p in ("[a-z]", "[A-Z]", "[0-9]"))
+    if classes < 3 or len(set(part)) < 14:
+        return False
+    mean_run = len(part) / len(_RUN.findall(part))
+    words = sum(len(w) for w in _WORD.findall(part) if _VOWEL.search(w)) / len(part)
+    return mean_run < 3.2 and words < 0.5
+
+
+def key_shaped(s: str) -> bool:
+    """A value shaped like a key: a provider prefix (``sk-``, ``hf_`` …), 32+ hex digits, or a
+    long random token."""
+    return bool(KEY_SHAPES.search(s) or _HEX_KEY.match(s) or _random_token(s))
 
 
 def url_credential(value: str) -> str | None:
@@ -72,7 +91,7 @@ def url_credential(value: str) -> str | None:
     if parts.password:
         return "a URL with a password in it (user:password@host)"
     for k, v in parse_qsl(parts.query, keep_blank_values=False):
-        if _SECRET_QUERY.match(k) and v:
+        if v and (k.lower() in _SECRET_QUERY or credential_name(k)):
             return f"a URL with a credential in its query ({k}=…)"
     return None
 
@@ -115,23 +134,33 @@ def credential_problem(key: str, value: Any) -> str | None:
         return None
     name = key.split("@")[0].rsplit(".", 1)[-1]
     if name.endswith("_env") or name.endswith("_env_var"):
-        if not _ENV_NAME.match(s):
-            return (
-                "this field takes the NAME of an environment variable (letters, digits, _), "
-                "not its value"
-            )
-        return None
+        return _env_name_problem(s)
     if s.startswith("${oc.env:") or s.startswith("${env:"):
         return None  # an interpolation is resolved when used, never written resolved
-    if _SECRET_NAME.match(name):
+    if isinstance(value, str) and credential_name(name):
         return "a credential was given as a config value"
-    if _KEY_SHAPES.search(s) or _BEARER.match(s):
+    if KEY_SHAPES.search(s) or _BEARER.match(s):
         return "this value looks like an API key"
     why = url_credential(s)
     if why:
         return why
     if _random_token(s):
         return "this value looks like an API key (a long random token)"
+    return None
+
+
+def _env_name_problem(s: str) -> str | None:
+    """Why the value of an ``*_env`` field is not the NAME of an environment variable."""
+    if not _ENV_NAME.match(s):
+        return (
+            "this field takes the NAME of an environment variable (letters, digits, _), "
+            "not its value"
+        )
+    if key_shaped(s):
+        return (
+            "this field takes the NAME of an environment variable, and this looks like the key "
+            "itself"
+        )
     return None
 
 
@@ -160,12 +189,24 @@ def iter_values(obj: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
 def screen_values(config: Mapping[str, Any]) -> str | None:
     """The refusal for the first config value that looks like a credential, else None.
 
-    ``config`` is a plain (resolved where possible) container; ``hydra`` is skipped (its
-    overrides repeat the values screened here and on the command line)."""
-    for key, value in iter_values({k: v for k, v in config.items() if k != "hydra"}):
+    ``config`` is a plain (resolved where possible) container, ``hydra`` included
+    (``hydra.job.env_set`` from a config file or ``+hydra.job.env_set.X=…``); the override
+    strings Hydra keeps under ``hydra.overrides`` are screened as the ``key=value`` they are.
+    The value of every variable an ``*_env`` field names is registered for redaction."""
+    import os
+
+    for key, value in iter_values(config):
+        if key.startswith("hydra.overrides."):
+            why = secret_overrides([str(value)])
+            if why:
+                return why
+            continue
         why = credential_problem(key, value)
         if why:
+            register(str(value))
             return refusal(key, value, why)
+        if key.endswith("_env") and isinstance(value, str) and value:
+            register(os.environ.get(value, ""))
     return None
 
 
@@ -184,6 +225,7 @@ def secret_overrides(argv: Sequence[str]) -> str | None:
         for v in _override_values(value):
             why = credential_problem(key, v)
             if why:
+                register(v)
                 return refusal(key, v, why)
     return None
 

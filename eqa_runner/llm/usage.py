@@ -30,10 +30,13 @@ class Completion:
     # per generated token, its (token, logprob) alternatives, when asked for (top_logprobs=k)
     # and returned; None otherwise (llm/logprobs.py). Old cache entries lack it: None.
     logprobs: list[list[tuple[str, float]]] | None = None
+    invalid_logprobs: int = 0  # entries dropped as not a log-probability (llm/logprobs.py)
 
     def __post_init__(self) -> None:
         if self.logprobs is not None:  # read back from the JSON cache: lists for tuples
-            self.logprobs = [[(str(t), float(lp)) for t, lp in pos] for pos in self.logprobs]
+            from eqa_runner.llm.logprobs import as_top_logprobs
+
+            self.logprobs = as_top_logprobs(self.logprobs)
 
 
 USAGE_KEYS: tuple[str, ...] = tuple(UsageInfo.__annotations__)
@@ -51,12 +54,14 @@ class Usage:
     cached_calls: int = 0
     retries: int = 0
     failed_calls: int = 0  # calls that failed for good; their retries are counted in ``retries``
+    invalid_logprobs: int = 0  # token log-probabilities dropped as invalid (not finite, > 0)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, c: Completion) -> None:
         with self._lock:
             self.calls += 1
             self.retries += c.retries
+            self.invalid_logprobs += c.invalid_logprobs
             if c.cached:
                 self.cached_calls += 1
                 return

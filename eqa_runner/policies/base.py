@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 from eqa_runner import capabilities as cap
 from eqa_runner.llm import RequestEstimate
+from eqa_runner.llm.config import LLMConfig
 from eqa_runner.policies.context import EpisodeContext, RunResources
 from eqa_runner.types import Episode, Prediction
 
@@ -53,6 +54,11 @@ class Policy(ABC):
     ) -> list[RequestEstimate]:
         """The requests :meth:`predict` would make, for ``run.dry_run`` (no model is called)."""
         return []
+
+    def extra_models(self, base: LLMConfig) -> dict[str, LLMConfig]:
+        """Models this policy calls besides ``llm:`` (role → config; e.g. a stop check's), each
+        with its own endpoint, key variable and price: the cost cap prices every one."""
+        return {}
 
     def prompts(self, prompts_dir: str | None) -> dict[str, dict[str, object]]:
         """Prompt files used, with SHA-256 (recorded in the summary and in cache keys)."""

@@ -59,11 +59,24 @@ class FrontierProposerConfig(ProposerConfig):
 
 
 @dataclass
+class StopModelEndpoint:
+    """``policy.stop_llm``: where ``policy.stop_model`` is served and what it costs. Nothing is
+    inherited from ``llm:`` (a second model gets its own endpoint, key variable and price, or
+    none: the provider's default endpoint, litellm's price)."""
+
+    api_base: str | None = None
+    api_key_env: str | None = None
+    input_usd_per_mtok: float | None = bounded(None, ge=0)
+    output_usd_per_mtok: float | None = bounded(None, ge=0)
+
+
+@dataclass
 class ExplorePolicyConfig(PolicyConfig):
     """``policy=re|fbe``: the exploration loop with a pluggable waypoint proposer."""
 
     proposer: Any = MISSING
     stop_model: str | None = None  # model of the stop check; null = the policy's (llm.model)
+    stop_llm: StopModelEndpoint = field(default_factory=StopModelEndpoint)  # its own endpoint
     max_steps: int | None = bounded(None, ge=1)  # cap on the budget int(sqrt(area) * step_ratio)
     step_ratio: float = bounded(3.0, gt=0)
     black_pixel_ratio: float = bounded(0.5, ge=0, le=1)  # frames this black skip the stop check

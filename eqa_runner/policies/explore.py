@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -42,6 +42,7 @@ from eqa_runner import capabilities as cap
 from eqa_runner.errors import ConfigError
 from eqa_runner.images import encode_png
 from eqa_runner.llm import LLMClient, RequestEstimate
+from eqa_runner.llm.config import LLMConfig
 from eqa_runner.policies.base import Policy
 from eqa_runner.policies.config import (
     STOP_MATCHES,
@@ -72,6 +73,9 @@ from eqa_runner.sim import geometry as geo
 from eqa_runner.sim.base import Observation, SceneSpec
 from eqa_runner.sim.config import SimConfig
 from eqa_runner.types import Episode, Prediction
+
+# policy.stop_llm: the stop check's own endpoint, key variable and price
+STOP_ENDPOINT_KEYS = ("api_base", "api_key_env", "input_usd_per_mtok", "output_usd_per_mtok")
 
 __all__ = [  # the proposer API and the session are re-exported for existing imports
     "AgentState",
@@ -109,6 +113,8 @@ class ExplorePolicy(Policy):
         estimate_steps: int = ExplorePolicyConfig.estimate_steps,
         image_size: tuple[int, int] = (SimConfig.width, SimConfig.height),
         protocol: ExploreProtocol | None = None,  # the task's (null: a task without one)
+        *,
+        stop_llm: Mapping[str, Any] | None = None,
     ) -> None:
         if not isinstance(protocol, ExploreProtocol):
             raise ConfigError(
@@ -129,6 +135,7 @@ class ExplorePolicy(Policy):
         self.name = name
         self.proposer_factory = proposer
         self.stop_model = stop_model
+        self.stop_llm = dict(stop_llm or {})
         self.max_steps = max_steps
         self.step_ratio = float(step_ratio)
         self.black_pixel_ratio = float(black_pixel_ratio)
@@ -144,13 +151,15 @@ class ExplorePolicy(Policy):
     # -------------------------------------------------------------- per-run lifecycle
     def open(self, resources: RunResources) -> None:
         """Check the stop model's credentials and share the run's simulator between episodes."""
-        if self.stop_model and str(self.stop_model) != resources.llm.model:
-            probe = LLMClient(replace(resources.llm.cfg, model=str(self.stop_model)), role="stop")
-            missing = probe.missing_credentials()
+        stop = self.extra_models(resources.llm.cfg).get("stop")
+        if stop is not None:
+            missing = LLMClient(stop, role="stop").missing_credentials()
             if missing:
                 raise ConfigError(
                     f"policy.stop_model={self.stop_model}: environment variable(s) "
-                    f"{', '.join(missing)} not set; export it or unset policy.stop_model."
+                    f"{', '.join(missing)} not set; export it, set policy.stop_llm.api_key_env "
+                    "(and policy.stop_llm.api_base for a self-hosted model), or unset "
+                    "policy.stop_model."
                 )
         if resources.sim is None:
             raise ConfigError(f"policy={self.name} needs a simulator (the run's sim: group)")
@@ -166,14 +175,23 @@ class ExplorePolicy(Policy):
         """The task's step budget for a scene of ``scene_area`` m² (e.g. sqrt(area) * 3)."""
         return self.protocol.budget(self, scene_area)
 
+    def extra_models(self, base: LLMConfig) -> dict[str, LLMConfig]:
+        """``{"stop": config}`` when the stop check has its own model: ``policy.stop_model`` on
+        ``policy.stop_llm``'s endpoint, key variable and price (none inherited from ``llm:``)."""
+        if not self.stop_model or str(self.stop_model) == base.model:
+            return {}
+        own: dict[str, Any] = {k: self.stop_llm.get(k) for k in STOP_ENDPOINT_KEYS}
+        return {"stop": replace(base, model=str(self.stop_model), **own)}
+
     def stop_client(self, ctx: EpisodeContext) -> LLMClient:
         """The stop check's model: ``policy.stop_model`` or the policy's own model."""
-        if not self.stop_model or str(self.stop_model) == ctx.llm.model:
+        stop = self.extra_models(ctx.llm.cfg).get("stop")
+        if stop is None:
             return ctx.llm
         key = id(ctx.llm)
         if key not in self._stop_clients:
             self._stop_clients[key] = LLMClient(
-                replace(ctx.llm.cfg, model=str(self.stop_model)),
+                stop,
                 role="stop",
                 cache=ctx.llm.cache,
                 cache_salt=ctx.llm.cache_salt,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from eqa_runner.errors import ConfigError
@@ -58,13 +58,15 @@ class GuidedExplorePolicy(ExplorePolicy):
         estimate_steps: int = ExplorePolicyConfig.estimate_steps,
         image_size: tuple[int, int] = (SimConfig.width, SimConfig.height),
         protocol: ExploreProtocol | None = None,
+        *,
+        stop_llm: Mapping[str, Any] | None = None,
     ) -> None:
         if stop_rule not in STOP_RULES:
             raise ConfigError(f"policy.stop_rule={stop_rule!r}: expected one of {STOP_RULES}")
         super().__init__(
             name, proposer, stop_model, max_steps, step_ratio, black_pixel_ratio,
             fallback_radius_m, stop_match, unreachable_hop, estimate_steps, image_size,
-            protocol,
+            protocol, stop_llm=stop_llm,
         )  # fmt: skip
         self.stop_rule = stop_rule
         self.stop_threshold = float(stop_threshold)

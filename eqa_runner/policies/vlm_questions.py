@@ -22,6 +22,7 @@ from eqa_runner.llm import (
     user,
 )
 from eqa_runner.llm.choice import choice_from_logprobs, option_letters, parse_choice
+from eqa_runner.llm.replies import tidy_reply
 from eqa_runner.prompts import Prompt, load_prompt, split_prompt
 from eqa_runner.types import Episode
 
@@ -96,7 +97,7 @@ def yes_probability(text: str, positions: Positions) -> tuple[float | None, str]
             top = max(best.values())
             e = {k: math.exp(v - top) for k, v in best.items()}
             return e.get("yes", 0.0) / sum(e.values()), "logprobs"
-    m = _YES_NO.match(text or "")
+    m = _YES_NO.match(tidy_reply(text))
     if m:
         return (1.0 if m.group(1).lower() == "yes" else 0.0), "parsed"
     return None, "unparsable"
@@ -107,7 +108,7 @@ def letter_probs(text: str, positions: Positions, n: int) -> tuple[list[float] |
     one-hot on the parsed letter, else None (unparsable)."""
     letters = option_letters(n)
     if positions:
-        c = choice_from_logprobs(positions, n)
+        c = choice_from_logprobs(positions, n, text)
         if c is not None:
             return [c.probs.get(k, 0.0) for k in letters], "logprobs"
     letter = parse_choice(text, n_options=n)

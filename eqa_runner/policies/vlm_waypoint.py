@@ -46,6 +46,8 @@ from eqa_runner.types import Episode
 
 WAYPOINT = "waypoint"
 UNPARSABLE = "unparsable_waypoint"
+MAX_COORD_M = 1e6  # a waypoint farther than this is no place in any scene (and overflows grids)
+MAX_OBJECT_CHARS = 10_000  # a final JSON object longer than this is not a waypoint
 _FENCE = re.compile(r"^\s*```[\w-]*\s*$")
 
 
@@ -107,11 +109,11 @@ def _final_object(text: str) -> str | None:
 def _load(obj: str) -> Any:
     try:
         return json.loads(obj)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         pass
     try:  # single quotes, Python literals
         return ast.literal_eval(obj)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
 
 
@@ -122,6 +124,8 @@ def parse_waypoint(text: str) -> ParsedWaypoint:
     obj = _final_object(text)
     if obj is None:
         return _fail("no JSON object on the last line")
+    if len(obj) > MAX_OBJECT_CHARS:
+        return _fail(f"the final JSON object is {len(obj)} characters long, not a waypoint")
     data = _load(obj)
     if not isinstance(data, dict):
         return _fail(f"not a JSON object: {obj[:80]}")
@@ -135,6 +139,8 @@ def parse_waypoint(text: str) -> ParsedWaypoint:
     xy = [_number(v) for v in pos]
     if xy[0] is None or xy[1] is None:
         return _fail("position_normal must hold two finite numbers")
+    if max(abs(xy[0]), abs(xy[1])) > MAX_COORD_M:
+        return _fail(f"position_normal {pos} is more than {MAX_COORD_M:g} m from the origin")
     angle = _number(data["angle"])
     if angle is None:
         return _fail("angle must be a finite number (radians)")

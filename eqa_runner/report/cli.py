@@ -79,6 +79,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Print the tables (and write CSV / HTML); 0, or 2 after a one-line ``error: …``."""
     args = _parser().parse_args(argv)
+    from eqa_runner.redact import install
+
+    install()
     try:
         return _report(args)
     except ReportError as e:

@@ -16,6 +16,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
+from eqa_runner.redact import redact
 from eqa_runner.report.agreement import JudgesReport, judges_tables
 from eqa_runner.report.compare import (
     Paired,
@@ -143,7 +144,7 @@ def episode_section(run: Run, thumbs: Thumbs, max_episodes: int) -> Section:
     ep_dir = _episodes_dir(run)
     recs: list[tuple[EpisodeRecord, Path]] = []
     for d in run.dirs or [run.path]:
-        recs += [(r, d) for r in load_records([d])]
+        recs += [(r, d) for r in load_records([d], run.records_file)]
     rows = [_row(rec, d, ep_dir, thumbs) for rec, d in recs[:max_episodes]]
     return Section(run.label, rows, max(0, len(recs) - max_episodes))
 
@@ -242,7 +243,7 @@ def render(
         "sections": sections,
         "run_paths": json.dumps([str(r.path) for r in runs]),
     }
-    return _environment().get_template("report.html.j2").render(values)
+    return redact(_environment().get_template("report.html.j2").render(values))
 
 
 def write_reports(
@@ -311,5 +312,5 @@ def write_judges_report(rep: JudgesReport, out: Path | None = None) -> Path:
     if dest.suffix != ".html":
         dest = dest / "judges.html"
     dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_text(render_judges(rep), encoding="utf-8")
+    dest.write_text(redact(render_judges(rep)), encoding="utf-8")
     return dest

@@ -32,10 +32,12 @@ class Run:
     label: str = ""
     short: str = ""  # the differing config values, when several runs are reported
     label_suffix: str = ""  # " [rejudged: <tag>]" for a rejudged summary's row
+    records_file: str = EPISODES_FILE  # a rejudged row: episodes.rejudged-<tag>.jsonl
 
     def records(self) -> list[EpisodeRecord]:
-        """One final record per episode over all the run's dirs (shards)."""
-        return load_records(self.dirs or [self.path])
+        """One final record per episode over all the run's dirs (shards): the row's own
+        records (a rejudged row's are the rejudged ones, for every figure of the row)."""
+        return load_records(self.dirs or [self.path], self.records_file)
 
     def section(self, name: str) -> dict[str, Any]:
         """A config group's node (``{}`` when the run's config has none)."""
@@ -46,11 +48,11 @@ class Run:
 # ----------------------------------------------------------------------------- records
 
 
-def load_records(dirs: Iterable[Path]) -> list[EpisodeRecord]:
+def load_records(dirs: Iterable[Path], name: str = EPISODES_FILE) -> list[EpisodeRecord]:
     """The final record of each episode (last ok, else last) over ``dirs``, in file order."""
     recs: list[EpisodeRecord] = []
     for d in dirs:
-        recs += read_records(Path(d) / EPISODES_FILE)
+        recs += read_records(Path(d) / name)
     return list(final_records(recs).values())
 
 
@@ -276,6 +278,7 @@ def rejudged_runs(run: Run) -> list[Run]:
         tag = f.name[len("summary.rejudged-") : -len(".json")]
         r = Run(run.path, s, config, dict(run.choices), [run.path], [f"rejudged ({tag})"])
         r.label_suffix = f" [rejudged: {tag}]"
+        r.records_file = f"episodes.rejudged-{tag}.jsonl"
         out.append(r)
     return out
 

@@ -20,6 +20,8 @@ class RunConfig:
     workers: int = bounded(4, ge=1)  # concurrent episodes
     seed: int = 1234
     resume: bool = False
+    # resume a dir that has records but no provenance.json (you vouch they came from this config)
+    adopt: bool = False
     dry_run: bool = False
     save_artifacts: bool = False
     episode_timeout_s: float = bounded(1800.0, gt=0)

@@ -38,7 +38,7 @@ class CostCap:
     def from_cfg(
         cls, cfg: DictConfig, parts: Components, clients: tuple[LLMClient, LLMClient]
     ) -> CostCap:
-        check_priced(cfg, clients)
+        check_priced(cfg, clients, parts)
         from eqa_runner.run.dry_run import episode_cost
 
         def static(ep: Episode) -> float:
@@ -72,17 +72,25 @@ class CostCap:
         return max(self.cap, math.ceil((self.spent + rest) * 1.1 * 100) / 100)
 
 
-def check_priced(cfg: DictConfig, clients: tuple[LLMClient, LLMClient]) -> None:
-    """With a cap, every model called must have a price (known to litellm, or explicit)."""
+def check_priced(
+    cfg: DictConfig, clients: tuple[LLMClient, LLMClient], parts: Components | None = None
+) -> None:
+    """With a cap, every model called must have a price (known to litellm, or explicit): the
+    policy's, the judge's and every other role's (a stop check's ``policy.stop_model``)."""
     if cfg.run.get("allow_unpriced"):
         return
-    for client, key in zip(clients, ("llm", "judge"), strict=True):
+    roles: list[tuple[LLMClient, str]] = list(zip(clients, ("llm", "judge"), strict=True))
+    if parts is not None:
+        for role, model_cfg in parts.policy.extra_models(clients[0].cfg).items():
+            roles.append((LLMClient(model_cfg, role=role), f"policy.{role}_llm"))
+    for client, key in roles:
         if client.offline or client.explicit_price() is not None:
             continue
         _, _, cost = estimate_call(client.model, [user("x")], [], 1)
         if cost is None:
+            model_key = "policy.stop_model" if key.startswith("policy.") else f"{key}.model"
             raise ConfigError(
-                f"run.max_cost_usd is set but {key}.model={client.model} has no known price: "
+                f"run.max_cost_usd is set but {model_key}={client.model} has no known price: "
                 f"set {key}.input_usd_per_mtok and {key}.output_usd_per_mtok (USD per million "
                 "tokens), or run.allow_unpriced=true to count its calls as $0."
             )

@@ -44,7 +44,7 @@ from eqa_runner.run.context import Components, EpisodeSettings, RunContext
 from eqa_runner.run.cost_cap import CostCap
 from eqa_runner.run.dry_run import dry_run
 from eqa_runner.run.episode import run_episode
-from eqa_runner.run.provenance import PROVENANCE_FILE, check_same_config
+from eqa_runner.run.provenance import PROVENANCE_FILE, check_same_config, input_hashes
 from eqa_runner.run.rundir import (
     check_cache_dir,
     check_prompts_dir,
@@ -96,8 +96,13 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     out_dir = resolve_output_dir(cfg)
     check_writable_dir(out_dir, key=_dir_key(cfg))
     check_cache_dir(cfg)
-    check_same_config(out_dir, container)  # before anything is written
-    _existing_records(cfg, out_dir / EPISODES_FILE)  # refused unless resuming
+    prompts = {**parts.policy.prompts(cfg.prompts.dir), **parts.judge.prompts(cfg.prompts.dir)}
+    inputs = run_inputs(cfg, parts, prompts)
+    jsonl = out_dir / EPISODES_FILE
+    same = {"has_records": jsonl.is_file() and jsonl.stat().st_size > 0,
+            "adopt": bool(cfg.run.get("adopt"))}  # fmt: skip
+    check_same_config(out_dir, container, inputs, **same)  # before anything is written
+    _existing_records(cfg, jsonl)  # refused unless resuming
     if any(str(m) != "offline" for m in (cfg.llm.model, parts.judge.llm_overrides.get("model"))):
         from eqa_runner.llm import load_litellm
 
@@ -110,14 +115,12 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     had_lock_file = lock_file.exists()
     try:
         with RunLock(out_dir):  # before the slower checks: a second process is refused at once
-            check_same_config(out_dir, container)  # again under the lock (a concurrent start)
-            prompts = {**parts.policy.prompts(cfg.prompts.dir),
-                       **parts.judge.prompts(cfg.prompts.dir)}  # fmt: skip
+            check_same_config(out_dir, container, inputs, **same)  # again under the lock
             salt = {name: str(p["sha256"]) for name, p in prompts.items()}
             clients = llm_clients(cfg, parts.judge, salt)
             cap = CostCap.from_cfg(cfg, parts, clients) if cfg.run.get("max_cost_usd") else None
             try:
-                label_run_dir(out_dir, cfg, container)
+                label_run_dir(out_dir, cfg, container, inputs, adopted=same["has_records"])
             except OSError as e:
                 raise RunDirError(
                     os_error_line(out_dir, e, "free space or fix permissions")
@@ -128,6 +131,16 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         if not had_lock_file and not (out_dir / PROVENANCE_FILE).exists():
             lock_file.unlink(missing_ok=True)  # a refused start leaves the dir as it was
         raise
+
+
+def run_inputs(
+    cfg: DictConfig, parts: Components, prompts: dict[str, dict[str, object]]
+) -> dict[str, dict[str, str]]:
+    """Content hashes of what produced the records: the task's data files, the prompt files and
+    the judge's inputs (a blind run's records)."""
+    blind = cfg.judge.get("blind_run_dir")
+    judge_files = [Path(str(blind)) / EPISODES_FILE] if blind else []
+    return input_hashes(parts.task.describe(), prompts, judge_files)
 
 
 def _dir_key(cfg: DictConfig) -> str:
@@ -157,6 +170,12 @@ def _existing_records(cfg: DictConfig, jsonl: Path) -> dict[str, EpisodeRecord]:
             restarts,
             jsonl,
             len(existing),
+        )
+    elif cfg.run.resume and not existing:
+        log.warning(
+            "run.resume=true, but %s holds no records yet: starting a fresh run there "
+            "(check hydra.run.dir if you meant to continue another run)",
+            jsonl.parent,
         )
     elif existing and not cfg.run.resume:
         raise RunDirError(

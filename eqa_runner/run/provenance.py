@@ -1,10 +1,14 @@
-"""What produced a run directory: the config that matters for its results, and its fingerprint.
+"""What produced a run directory: one fingerprint of the config and the inputs behind its records.
 
 A run directory records ``provenance.json`` before its first record: the result-relevant part
 of the composed config (everything except plumbing such as paths, concurrency, caches,
-endpoints and which episodes are selected) and its SHA-256 fingerprint. A resume or a re-run
-into the same directory with another fingerprint is refused before anything is written, naming
-the keys that differ, so a directory's records always come from the config it names.
+endpoints and which episodes are selected), the content hashes of its inputs (the question
+file(s) and other data files, every prompt file, the judge's inputs such as a blind run's
+records) and one SHA-256 fingerprint over both. A resume or a re-run into the same directory
+with another config value or another input content is refused before anything is written,
+naming what differs, so a directory's records always come from what it names. A path may
+change (``task.questions_file``, ``prompts.dir``) as long as the content it points to does not.
+A directory with records but no provenance is refused unless ``run.adopt=true``.
 """
 
 from __future__ import annotations
@@ -60,6 +64,11 @@ PLUMBING_KEYS: tuple[str, ...] = (
     "*.transport",
     "*.input_usd_per_mtok",
     "*.output_usd_per_mtok",
+    "*.direct_http",
+    "*.concurrency",
+    "run.interval",
+    "run.adopt",
+    "judge.blind_run_dir",  # its records' content hash is an input (judge_inputs)
     "hydra.*",
 )
 
@@ -122,28 +131,125 @@ def read_provenance(run_dir: Path) -> dict[str, Any] | None:
     return data
 
 
-def check_same_config(run_dir: Path, config: Mapping[str, Any]) -> None:
-    """Refuse (before anything is written) when ``run_dir`` was produced by another config."""
-    old = read_provenance(run_dir)
-    if old is None or old["fingerprint"] == fingerprint(config):
-        return
-    before, now = old.get("config") or {}, result_config(config)
-    diff = differing_keys(before, now)
-    shown = ", ".join(
+def input_hashes(
+    data: Mapping[str, Any], prompts: Mapping[str, Mapping[str, Any]], judge_files: Any = ()
+) -> dict[str, dict[str, str]]:
+    """The content hashes behind the records: ``data`` (a task's ``describe()``: every
+    ``*_sha256`` entry), ``prompts`` (name → record with ``sha256``) and ``judge_files``
+    (files the judge reads, hashed here; missing files are left out)."""
+    judge: dict[str, str] = {}
+    for f in judge_files:
+        p = Path(f)
+        if p.is_file():
+            judge[p.name] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return {
+        "data": {k: str(v) for k, v in sorted(data.items()) if k.endswith("_sha256") and v},
+        "prompts": {n: str(p["sha256"]) for n, p in sorted(prompts.items())},
+        "judge": judge,
+    }
+
+
+def run_fingerprint(config: Mapping[str, Any], inputs: Mapping[str, Any] | None) -> str:
+    """SHA-256 over the result config and the input content hashes."""
+    blob = json.dumps({"config": result_config(config), "inputs": inputs or {}}, sort_keys=True,
+                      default=str, ensure_ascii=True)  # fmt: skip
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def differences(
+    old: Mapping[str, Any], config: Mapping[str, Any], inputs: Mapping[str, Any] | None
+) -> list[str]:
+    """What differs between a recorded provenance and this start (``key: old -> new``)."""
+    before = {k: v for k, v in (old.get("config") or {}).items() if not is_plumbing(k)}
+    now = result_config(config)
+    out = [
         f"{k}: {_short(before[k]) if k in before else 'unset'} -> "
         f"{_short(now[k]) if k in now else 'unset'}"
-        for k in diff[:5]
-    )
+        for k in differing_keys(before, now)
+    ]
+    old_inputs = old.get("inputs")
+    if isinstance(old_inputs, Mapping) and inputs is not None:
+        for section in sorted(set(old_inputs) | set(inputs)):
+            a, b = old_inputs.get(section) or {}, inputs.get(section) or {}
+            for name in differing_keys(a, b):
+                what = "content hash" if name in a and name in b else "file"
+                out.append(f"{section} {name} {what}: {_hash(a.get(name))} -> {_hash(b.get(name))}")
+    return out
+
+
+def check_same_config(
+    run_dir: Path,
+    config: Mapping[str, Any],
+    inputs: Mapping[str, Any] | None = None,
+    *,
+    has_records: bool = False,
+    adopt: bool = False,
+) -> None:
+    """Refuse (before anything is written) when ``run_dir`` was produced by another config or
+    other inputs, or holds records without a provenance (unless ``adopt``)."""
+    old = read_provenance(run_dir)
+    if old is None:
+        if has_records and not adopt:
+            raise RunDirError(
+                f"{Path(run_dir)} holds records but no {PROVENANCE_FILE}, so nothing says which "
+                "config and data produced them. Pass run.adopt=true to label them with this "
+                "config (you vouch that it produced them), or start a new hydra.run.dir."
+            )
+        return
+    diff = differences(old, config, inputs)
+    if not diff:
+        return
     more = f" (+{len(diff) - 5} more)" if len(diff) > 5 else ""
     raise RunDirError(
-        f"{Path(run_dir)} was produced by another config ({shown}{more}); its records would be "
-        "mislabelled. Resume with the same settings, or start a new hydra.run.dir."
+        f"{Path(run_dir)} was produced by another config ({'; '.join(diff[:5])}{more}); its "
+        "records would be mislabelled. Resume with the same settings and files, or start a new "
+        "hydra.run.dir."
     )
 
 
-def provenance_record(config: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
-    """What ``provenance.json`` holds: fingerprint, the result config and ``extra`` facts."""
-    return {"fingerprint": fingerprint(config), "config": result_config(config), **extra}
+def provenance_record(
+    config: Mapping[str, Any], inputs: Mapping[str, Any] | None = None, **extra: Any
+) -> dict[str, Any]:
+    """What ``provenance.json`` holds: the fingerprint, the result config, the input hashes and
+    ``extra`` facts."""
+    rec = {"fingerprint": run_fingerprint(config, inputs), "config": result_config(config)}
+    return {**rec, "inputs": dict(inputs or {}), **extra}
+
+
+def judge_record(judge_config: Mapping[str, Any], inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """A rejudge's provenance: the judge's result config (``judge.*`` without plumbing), its
+    prompt and input hashes, and one fingerprint over them (names ``rejudged-<tag>`` files)."""
+    config = result_config({"judge": dict(judge_config)})
+    blob = json.dumps({"config": config, "inputs": inputs}, sort_keys=True, default=str)
+    fp = hashlib.sha256(blob.encode()).hexdigest()
+    return {"judge_fingerprint": fp, "config": config, "inputs": dict(inputs)}
+
+
+def check_same_judge(path: Path, new: Mapping[str, Any], *, tag: str) -> None:
+    """Refuse resuming ``rejudged-<tag>`` outputs that another judge wrote (naming what
+    differs); ``path`` holds their recorded :func:`judge_record`."""
+    try:
+        old = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        old = {}
+    if old.get("judge_fingerprint") == new["judge_fingerprint"]:
+        return
+    a, b = old.get("config") or {}, new["config"]
+    diff = [f"{k}: {_short(a.get(k))} -> {_short(b.get(k))}" for k in differing_keys(a, b)]
+    oi, ni = old.get("inputs") or {}, new["inputs"]
+    for section in sorted(set(oi) | set(ni)):
+        x, y = oi.get(section) or {}, ni.get(section) or {}
+        diff += [f"{section} {n}: {_hash(x.get(n))} -> {_hash(y.get(n))}"
+                 for n in differing_keys(x, y)]  # fmt: skip
+    what = "; ".join(diff[:5]) or f"{Path(path).name} unreadable"
+    raise RunDirError(
+        f"--tag {tag}: these rejudged records were scored by another judge ({what}); they would "
+        "be labelled with this judge. Pass another --tag for this judge."
+    )
+
+
+def _hash(v: Any) -> str:
+    return f"{v[:12]}…" if isinstance(v, str) else "none"
 
 
 def _short(v: Any, n: int = 40) -> str:

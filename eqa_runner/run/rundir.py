@@ -29,6 +29,7 @@ from eqa_runner import __version__
 from eqa_runner.errors import RunDirError
 from eqa_runner.llm.secrets import strip_urls
 from eqa_runner.records import write_json_atomic
+from eqa_runner.redact import redact
 from eqa_runner.run.provenance import PROVENANCE_FILE, provenance_record, read_provenance
 
 HYDRA_SUBDIR = ".hydra"
@@ -169,16 +170,27 @@ def config_container(cfg: DictConfig) -> dict[str, Any]:
     return {str(k): v for k, v in data.items() if k != "hydra"}
 
 
-def label_run_dir(out_dir: Path, cfg: DictConfig, container: dict[str, Any]) -> None:
-    """Write ``.hydra/`` (this start's config) and, on the first start, ``provenance.json``."""
+def label_run_dir(
+    out_dir: Path,
+    cfg: DictConfig,
+    container: dict[str, Any],
+    inputs: dict[str, Any] | None = None,
+    *,
+    adopted: bool = False,
+) -> None:
+    """Write ``.hydra/`` (this start's config) and, on the first start, ``provenance.json``
+    (``adopted: true`` when records were there before it, ``run.adopt=true``)."""
     _write_hydra_files(out_dir, cfg)
     if read_provenance(out_dir) is None:
+        extra = {"adopted": True} if adopted else {}
         write_json_atomic(
             out_dir / PROVENANCE_FILE,
             provenance_record(
                 strip_urls(container),
+                inputs,
                 created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                 eqa_runner=__version__,
+                **extra,
             ),
         )
 
@@ -200,7 +212,7 @@ def _write_hydra_files(out_dir: Path, cfg: DictConfig) -> None:
         "overrides.yaml": OmegaConf.to_container(hydra_cfg.hydra.overrides.task),  # type: ignore[union-attr]
     }
     for name, data in files.items():
-        text = OmegaConf.to_yaml(OmegaConf.create(strip_urls(data)))
+        text = redact(OmegaConf.to_yaml(OmegaConf.create(strip_urls(data))))
         tmp = d / f".{name}.tmp{os.getpid()}"
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, d / name)

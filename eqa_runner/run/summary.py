@@ -53,6 +53,7 @@ UsageCount = Literal[
     "cached_calls",
     "retries",
     "failed_calls",
+    "invalid_logprobs",
 ]
 USAGE_COUNTS: tuple[UsageCount, ...] = (
     "calls",
@@ -62,7 +63,24 @@ USAGE_COUNTS: tuple[UsageCount, ...] = (
     "cached_calls",
     "retries",
     "failed_calls",
+    "invalid_logprobs",
 )
+
+
+def prompts_note(prompts: dict[str, Any]) -> str:
+    """One sentence on the prompt files: originals (by content hash), user-supplied or ours."""
+    if prompts and all(p.get("benchmark_original") for p in prompts.values()):
+        return "benchmark original prompt files (content hashes match the originals)"
+    user = sorted(n for n, p in prompts.items() if p.get("source") == "user-supplied")
+    if user:
+        return (
+            f"user-supplied prompt files ({', '.join(user)}: content is not a known benchmark "
+            "original): numbers are not paper-comparable"
+        )
+    return (
+        "eqa_runner's own prompt files (not the benchmark's originals): numbers are not "
+        "strictly paper-comparable; use `python -m eqa_runner.data fetch` + prompts.dir"
+    )
 
 
 def scrub(obj: Any) -> Any:
@@ -134,12 +152,7 @@ def build_summary(
         **aggregate,
         "usage": usage_totals(recs),
         "prompts": prompts,
-        "prompts_note": (
-            "benchmark original prompt files"
-            if prompts and all(p.get("benchmark_original") for p in prompts.values())
-            else "eqa_runner's own prompt files (not the benchmark's originals): numbers are not "
-            "strictly paper-comparable; use `python -m eqa_runner.data fetch` + prompts.dir"
-        ),
+        "prompts_note": prompts_note(prompts),
         "versions": versions(),
         "config": strip_urls(scrub(config)),
     }

@@ -103,6 +103,7 @@ def test_stop_model_and_artifacts(tmp_path, compose_cfg, llm_server, express_dem
         "run.limit=2",
         "policy.max_steps=2",
         "policy.stop_model=openai/test-stop",
+        f"policy.stop_llm.api_base={llm_server.url}",  # its own endpoint (none inherited)
         "run.save_artifacts=true",
     ]
     out = run(compose_cfg(over, out=tmp_path / "r"))

@@ -9,6 +9,8 @@ TALLY: dict[str, int] = {
     "episodes lost": 0,
     "keys leaked": 0,
     "runs mislabelled": 0,
+    "parser inputs timed": 0,
+    "parser inputs over bound": 0,
 }
 
 
@@ -17,4 +19,11 @@ def add(key: str, n: int = 1) -> None:
 
 
 def line() -> str:
-    return "reliability: " + ", ".join(f"{k}={v}" for k, v in TALLY.items())
+    """``reliability: faults injected=N, …, parser time bound held=yes (N inputs)``."""
+    counts = {k: v for k, v in TALLY.items() if not k.startswith("parser inputs")}
+    parts = [f"{k}={v}" for k, v in counts.items()]
+    timed, over = TALLY["parser inputs timed"], TALLY["parser inputs over bound"]
+    if timed:
+        held = "yes" if not over else f"no ({over} over)"
+        parts.append(f"parser time bound held={held} ({timed} inputs)")
+    return "reliability: " + ", ".join(parts)

@@ -34,7 +34,7 @@ def strict(line: str) -> Any:
 
 
 def rec(eid: str, status: str = "ok", **kw: Any) -> dict[str, Any]:
-    return {"episode_id": eid, "status": status, "metrics": {}, **kw}
+    return {"episode_id": eid, "status": status, "metrics": {"llm_match": 1.0}, **kw}
 
 
 def test_writer_one_flushed_line_per_record(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ from eqa_runner import capabilities as cap
 from eqa_runner.benchmarks.express.config import INF_POLICIES, EACJudgeConfig
 from eqa_runner.benchmarks.express.protocol import express_prompt
 from eqa_runner.llm import OFFLINE_TAG, ImagePart, LLMClient, Message, RequestEstimate, system, user
+from eqa_runner.llm.replies import tidy_reply
 from eqa_runner.scoring.aggregate import clusters_of, interval_of
 from eqa_runner.scoring.base import Judge
 from eqa_runner.scoring.efficiency import path_weight
@@ -84,9 +85,7 @@ def parse_eac(reply: str | None) -> tuple[float, int] | None:
     brackets, labelled marks (``grounding: 1 ... correctness: 4``) and trailing explanations.
     σ must be 0, 0.5 or 1 and δ a whole number 1..5; anything else is unparsable.
     """
-    if not reply:
-        return None
-    text = reply.replace("½", "1/2").replace("，", ",").replace("\u2009", " ")
+    text = tidy_reply(reply).replace("½", "1/2").replace("，", ",").replace("\u2009", " ")
     text = re.sub(r"[*_`#\[\]()]", " ", text).strip()
     if not text:
         return None

@@ -33,6 +33,7 @@ from eqa_runner.benchmarks.hmeqa.choice_rules import BLACK_STEPS, RULES, TIE_BRE
 from eqa_runner.benchmarks.hmeqa.config import HMEQAProtocolConfig as Schema
 from eqa_runner.llm import OFFLINE_TAG, ImagePart, Message, RequestEstimate, user
 from eqa_runner.llm.choice import option_letters, pick
+from eqa_runner.llm.replies import tidy_reply
 from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.policies.exploration import AnswerStep, Exploration
 from eqa_runner.policies.protocol import ExplorePolicy, ExploreProtocol
@@ -78,7 +79,7 @@ def confidence_from_logprobs(
 
 def parse_yes_no(reply: str) -> float | None:
     """1.0 for a reply that says Yes, 0.0 for No, None when it says neither or both."""
-    words = re.findall(r"[a-z]+", (reply or "").lower())
+    words = re.findall(r"[a-z]+", tidy_reply(reply).lower())
     if words and words[0] in _YES_NO:
         return _YES_NO[words[0]]
     said = {w for w in words if w in _YES_NO}

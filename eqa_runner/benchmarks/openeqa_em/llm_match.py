@@ -10,6 +10,7 @@ from typing import Any
 from eqa_runner import capabilities as cap
 from eqa_runner.benchmarks.openeqa_em.config import LLMMatchJudgeConfig as Schema
 from eqa_runner.llm import OFFLINE_TAG, LLMClient, RequestEstimate, user
+from eqa_runner.llm.replies import tidy_reply
 from eqa_runner.prompts import load_prompt, shipped_dir
 from eqa_runner.scoring.aggregate import breakdown, clusters_of, interval_of
 from eqa_runner.scoring.base import Judge
@@ -42,9 +43,7 @@ def _as_mark(token: str) -> int | None:
 
 def parse_mark(reply: str | None) -> int | None:
     """The integer 1..5 in a judge reply, or None when there is no unambiguous mark."""
-    if not reply:
-        return None
-    text = reply.strip().strip("*` ").strip()
+    text = tidy_reply(reply).strip().strip("*` ").strip()
     if not text:
         return None
     if re.fullmatch(r"\d+(?:\.\d+)?\.?", text):
