@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 from dataclasses import fields, is_dataclass
+from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
@@ -30,7 +31,7 @@ def app(cfg: DictConfig) -> object:
 
     defer_run_log()  # nothing reaches run.log before the run dir is checked and labelled
     try:
-        result = run(cfg)
+        result = run(cfg, report=tracker_report)
     except UserError as e:
         release_run_log(keep=False)
         print(f"error: {e}", file=sys.stderr, flush=True)
@@ -44,6 +45,14 @@ def app(cfg: DictConfig) -> object:
     if result.get("exit_code", 0) >= 128:
         sys.exit(result["exit_code"])  # interrupted: a sweep stops here too
     return result
+
+
+def tracker_report(run_dir: Path) -> Path | None:
+    """``report.html`` of a finished run, for the experiment trackers (``logger=…``)."""
+    from eqa_runner.report.html import write_reports
+    from eqa_runner.report.runs import load_runs
+
+    return write_reports(load_runs([run_dir]), compare=False)[0]
 
 
 def _in_sweep_job() -> bool:

@@ -52,13 +52,17 @@ class Benchmark:
     docs: str | None = None  # the benchmark's docs page (repository relative)
     conf_dir: str | None = None  # a Hydra config dir of its groups (plugins); None: built in
     short: str | None = None  # the name in ``data``/``demo`` commands; default ``name``
+    # dotted path of its upstream result format (an eqa_runner.scoring.upstream.UpstreamFormat
+    # class): ``report --export <cli_name>`` / ``report --import FILE --format <cli_name>``
+    upstream: str | None = None
 
     @property
     def cli_name(self) -> str:
         return self.short or self.name
 
     def resolve(self, what: str) -> Any:
-        """The object one of the dotted-path fields (``task``, ``data``, ``demo``) names."""
+        """The object one of the dotted-path fields (``task``, ``data``, ``demo``, ``upstream``)
+        names."""
         path = getattr(self, what)
         if path is None:
             raise ConfigError(f"benchmark {self.name} has no {what}")

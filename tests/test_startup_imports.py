@@ -7,7 +7,7 @@ import sys
 
 from tests.conftest import ROOT
 
-HEAVY = ("litellm", "open3d", "habitat_sim", "pandas", "numba", "sklearn")
+HEAVY = ("litellm", "open3d", "habitat_sim", "pandas", "numba", "sklearn", "mlflow", "wandb")
 
 SCRIPT = """
 import runpy, sys
@@ -36,3 +36,7 @@ def test_cfg_job_imports_no_heavy_library_for_fbe() -> None:
 
 def test_cfg_job_imports_no_heavy_library_for_openeqa() -> None:
     assert _heavy_after("task=openeqa_em", "policy=multiframe") == "HEAVY []"
+
+
+def test_cfg_job_with_trackers_imports_no_tracker_library() -> None:
+    assert _heavy_after("task=express", "policy=fbe", "logger=[csv,mlflow,wandb]") == "HEAVY []"

@@ -38,11 +38,11 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
-from scipy import ndimage
 
 from eqa_runner.errors import ConfigError
 from eqa_runner.mapping.clusters import cluster_frontiers, dbscan_cells
 from eqa_runner.mapping.hop import dijkstra_path, mcp_path
+from eqa_runner.mapping.lazy import ndimage
 from eqa_runner.mapping.prompt_points import PromptPoints, PromptPointsMixin
 
 __all__ = ["FrontierPlanner", "PlannerMaps", "PromptPoints", "Waypoint", "dbscan_cells"]

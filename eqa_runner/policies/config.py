@@ -184,9 +184,20 @@ class ProtocolConfig:
     _target_: str = MISSING
 
 
+@dataclass
+class ImportedPolicyConfig(PolicyConfig):
+    """``policy=imported``: answers read from an upstream predictions/results file
+    (``report --import``), normalised to ``predictions_file`` (one JSON line per episode)."""
+
+    name: str = "imported"
+    predictions_file: str = ""  # written by report --import (which sets this key)
+    source: str = ""  # the upstream file and format it came from (recorded, not read)
+
+
 SCHEMAS: dict[str, type] = {
     "base_re": REPolicyConfig,
     "base_fbe": FBEPolicyConfig,
     "base_vlm_explore": VLMExplorePolicyConfig,
     "base_vlm_waypoint": VLMWaypointPolicyConfig,
+    "base_imported": ImportedPolicyConfig,
 }

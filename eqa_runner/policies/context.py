@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from eqa_runner.llm import LLMClient
-from eqa_runner.sim.base import Simulator
+from eqa_runner.sim.base import NavigableMap, Simulator
 
 T = TypeVar("T")
 
@@ -43,6 +43,10 @@ class EpisodeContext:
     prompts_dir: str | None = None
     artifacts_dir: Path | None = None
     run_dir: Path | None = None  # the run directory (files the judge / rejudge read live here)
+    # trajectory maps (run.trajectory_maps): the run's cache of navigable maps; a policy that
+    # moves an agent sets ``scene_map`` from it while it holds the scene (on the sim thread)
+    scene_maps: Any = None  # eqa_runner.mapping.trajectory.SceneMaps
+    scene_map: NavigableMap | None = None
 
     async def run_cpu(self, fn: Callable[..., T], *args: Any) -> T:
         """Run CPU-bound work (image decode/encode, mapping) off the event loop."""

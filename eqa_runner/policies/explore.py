@@ -235,6 +235,10 @@ class ExplorePolicy(Policy):
             x.area = await lane.call(_setup, lane, spec, x, ctx.rng)
             floor_goal = x.goal if self.protocol.goal_on_floor else None
             await lane.call(check_on_floor, lane.sim, start, floor_goal)
+            if ctx.scene_maps is not None:  # once per scene and floor per run
+                ctx.scene_map = await lane.call(
+                    ctx.scene_maps.get, lane.sim, str(spec.mesh_path), x.state.floor_height
+                )
             x.budget = self.budget(x.area)
             for step in range(x.budget):
                 if await self._step(x, step, lane, ctx):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from eqa_runner.errors import ReportError
+from eqa_runner.errors import ReportError, UserError
 from eqa_runner.report.compare import (
     compare_table,
     paired_csv,
@@ -38,7 +38,30 @@ def _parser() -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ap.add_argument("dirs", nargs="+", type=Path, help="run dirs and/or sweep dirs")
+    ap.add_argument(
+        "dirs",
+        nargs="*",
+        type=str,
+        help="run dirs and/or sweep dirs (with --import: config overrides)",
+    )
+    ap.add_argument(
+        "--export",
+        default=None,
+        metavar="FORMAT",
+        help="write the run's results in a benchmark's upstream format "
+        "(openeqa | aeqa | hmeqa | express) into --out (default <run>/export/FORMAT)",
+    )
+    ap.add_argument(
+        "--import",
+        dest="import_file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="read an upstream predictions/results file (--format) as a run, judged "
+        "by our judge, into --out (default <FILE stem>_imported beside it)",
+    )
+    ap.add_argument("--format", default=None, help="--import: the file's upstream format")
+    ap.add_argument("--out", type=Path, default=None, help="--export / --import: output dir")
     ap.add_argument("--by", choices=["category", "subset", "type", "split"], default=None)
     ap.add_argument("--compare", action="store_true", help="ablation table of differing keys")
     ap.add_argument("--baseline", default=None, help="baseline run: index (0-based) or dir")
@@ -84,13 +107,39 @@ def main(argv: list[str] | None = None) -> int:
     install()
     try:
         return _report(args)
-    except ReportError as e:
+    except UserError as e:  # ReportError, and a bad imported file or override (--import)
         print(f"error: {e}", file=sys.stderr)
         return 2
 
 
+def _upstream(args: argparse.Namespace) -> int:
+    """``--export`` / ``--import`` (docs/reports.md "Upstream formats")."""
+    from eqa_runner.report.upstream_formats import export_run, import_results
+
+    if args.import_file is not None:
+        if not args.format:
+            raise ReportError("--import FILE needs --format (openeqa | aeqa | hmeqa | express)")
+        overrides = [str(d) for d in args.dirs]
+        bad = [o for o in overrides if "=" not in o]
+        if bad:
+            raise ReportError(f"--import takes config overrides (key=value), not {bad[0]}")
+        out = import_results(args.import_file, args.format, overrides, args.out)
+        print(f"imported run: {out}\ncompare: python -m eqa_runner.report <our run> {out} "
+              "--compare")  # fmt: skip
+        return 0
+    if len(args.dirs) != 1:
+        raise ReportError("--export takes one run directory")
+    for p in export_run(Path(args.dirs[0]), args.export, args.out):
+        print(f"wrote: {p}")
+    return 0
+
+
 def _report(args: argparse.Namespace) -> int:
-    runs = load_runs(args.dirs)
+    if args.export or args.import_file is not None:
+        return _upstream(args)
+    if not args.dirs:
+        raise ReportError("give one or more run or sweep directories")
+    runs = load_runs([Path(d) for d in args.dirs])
     originals = [r for r in runs if not r.label_suffix]  # without the rejudged-summary rows
     if args.judges:  # reads a run's rejudged files itself
         return _judges(args, originals)

@@ -24,6 +24,16 @@ def data_uri(data: bytes, mime: str) -> str:
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
+def file_uri(path: Path, mime: str, max_bytes: int = 4_000_000) -> str | None:
+    """A file as a data URI (None when missing or larger than ``max_bytes``)."""
+    try:
+        if path.stat().st_size > max_bytes:
+            return None
+        return data_uri(path.read_bytes(), mime)
+    except OSError:
+        return None
+
+
 class Thumbs:
     """JPEG thumbnails (longer side ``px``) as data URIs, cached by path."""
 
@@ -34,16 +44,20 @@ class Thumbs:
     def __call__(self, path: Path) -> str | None:
         path = Path(path)
         if path not in self._cache:
-            self._cache[path] = self._make(path)
+            self._cache[path] = self._make(path, self.px)
         return self._cache[path]
 
-    def _make(self, path: Path) -> str | None:
+    def small(self, path: Path) -> str | None:
+        """A step-strip thumbnail (half the size of the others)."""
+        return self._make(Path(path), self.px // 2)
+
+    def _make(self, path: Path, px: int) -> str | None:
         from PIL import Image
 
         try:
             with Image.open(path) as im:
                 im = im.convert("RGB")
-                im.thumbnail((self.px, self.px))
+                im.thumbnail((px, px))
                 buf = io.BytesIO()
                 im.save(buf, "JPEG", quality=80)
         except Exception:

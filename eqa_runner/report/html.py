@@ -26,8 +26,16 @@ from eqa_runner.report.compare import (
     paired_table,
     stamp_warnings,
 )
-from eqa_runner.report.figures import ForestRow, Thumbs, agreement_svg, category_chart, forest_svg
+from eqa_runner.report.figures import (
+    ForestRow,
+    Thumbs,
+    agreement_svg,
+    category_chart,
+    file_uri,
+    forest_svg,
+)
 from eqa_runner.report.runs import Run, common_parent, load_records, runs_differing_keys
+from eqa_runner.report.sweep_figures import sweep_svgs
 from eqa_runner.report.tables import display_runs, headline_metrics, runs_table
 from eqa_runner.types import EpisodeRecord
 
@@ -54,6 +62,9 @@ class EpisodeRow:
     exploration: str = ""
     error: bool = False
     images: list[Image] = field(default_factory=list)
+    map: Image | None = None  # the trajectory map (exploration tasks)
+    strip: list[Image] = field(default_factory=list)  # step frames (run.save_artifacts=true)
+    replay: str | None = None  # animated replay as a data URI (run.save_artifacts=true)
 
 
 @dataclass
@@ -92,13 +103,32 @@ def _images(rec: EpisodeRecord, run_dir: Path, ep_dir: Path | None, thumbs: Thum
         idx = sorted({round(i * (len(frames) - 1) / max(1, k - 1)) for i in range(k)})
         paths += [ep_dir / frames[i] for i in idx]
     paths += [run_dir / p for p in (trace.get("judge_images") or [])[:MAX_THUMBS]]
-    if trace.get("topdown"):
-        paths.append(run_dir / trace["topdown"])
     out = []
     for p in paths:
         uri = thumbs(p)
         if uri:
             out.append(Image(uri, p.name, str(p)))
+    return out
+
+
+def episode_media(trace: dict[str, Any], run_dir: Path, thumbs: Thumbs) -> dict[str, Any]:
+    """The trajectory map, the step strip and the replay of one episode (when recorded)."""
+    out: dict[str, Any] = {}
+    for key in ("trajectory_map", "topdown"):
+        uri = file_uri(run_dir / trace[key], "image/png") if trace.get(key) else None
+        if uri:
+            out["map"] = Image(uri, "trajectory map", str(trace[key]))
+            break
+    if trace.get("replay"):
+        replay = run_dir / trace["replay"]
+        out["replay"] = file_uri(replay, "image/webp")
+        strip = []
+        for step in trace.get("steps") or []:
+            p = replay.parent / f"step_{int(step.get('step', 0)):03d}.png"
+            uri = thumbs.small(p)
+            if uri:
+                strip.append(Image(uri, p.name, f"step {step.get('step')}"))
+        out["strip"] = strip
     return out
 
 
@@ -137,6 +167,7 @@ def _row(rec: EpisodeRecord, run_dir: Path, ep_dir: Path | None, thumbs: Thumbs)
         exploration=_exploration(rec),
         error=err,
         images=_images(rec, run_dir, ep_dir, thumbs),
+        **episode_media(rec["trace"], run_dir, thumbs),
     )
 
 
@@ -202,6 +233,7 @@ def render(
 ) -> str:
     metrics = headline_metrics(runs)
     forests: list[Markup] = []
+    sweeps: list[Markup] = []
     paired_html = Markup("")
     paired_notes: list[str] = []
     if compare:
@@ -209,6 +241,7 @@ def render(
             paired = paired_differences(runs, baseline)
         table = compare_table(runs, baseline, paired)
         forests = forest_plots(runs, paired)
+        sweeps = sweep_svgs(runs, runs_differing_keys(runs), metrics)
         pt = paired_table(runs, paired)
         if len(pt):
             paired_html = Markup(pt.to_html(index=False, na_rep="-", escape=True,
@@ -235,6 +268,7 @@ def render(
         "summary_table": Markup(summary_table),  # pandas escaped the cells itself
         "notes": _notes(runs),
         "forests": forests,
+        "sweeps": sweeps,
         "paired_table": paired_html,
         "paired_notes": paired_notes,
         "group": group,

@@ -24,6 +24,9 @@ class RunConfig:
     adopt: bool = False
     dry_run: bool = False
     save_artifacts: bool = False
+    # a top-down map PNG per exploration episode (maps/<episode>.png); with save_artifacts also
+    # an animated replay (frames beside the map position)
+    trajectory_maps: bool = True
     episode_timeout_s: float = bounded(1800.0, gt=0)
     progress: bool = True
     cache: bool = True  # disk cache of model calls

@@ -49,13 +49,23 @@ def slug(text: str, max_len: int = 120) -> str:
 
 def register_configs() -> None:
     """Store every group's schema (``run: schema``, ``llm/base_llm``, ``policy/base_fbe`` ...)
-    and register ``eqa_slug``."""
+    and register ``eqa_slug``; once per process (a report loads one config per run)."""
     if not OmegaConf.has_resolver("eqa_slug"):
         OmegaConf.register_new_resolver("eqa_slug", slug)
     cs = ConfigStore.instance()
-    for group, nodes in schemas().items():
+    every = schemas()
+    if all(_stored(cs, group, name) for group, nodes in every.items() for name in nodes):
+        return
+    for group, nodes in every.items():
         for name, node in nodes.items():
             cs.store(group=group, name=name, node=node)
+
+
+def _stored(cs: ConfigStore, group: str, name: str) -> bool:
+    node: Any = cs.repo
+    for part in group.split("/"):
+        node = node.get(part) if isinstance(node, dict) else None
+    return isinstance(node, dict) and f"{name}.yaml" in node
 
 
 class CheckConfig(Callback):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from omegaconf import DictConfig
 
@@ -35,11 +36,13 @@ class EpisodeSettings:
     save_artifacts: bool
     prompts_dir: str | None
     episode_timeout_s: float
+    trajectory_maps: bool = True
 
     @classmethod
     def from_cfg(cls, cfg: DictConfig) -> EpisodeSettings:
         return cls(int(cfg.run.seed), bool(cfg.run.save_artifacts), cfg.prompts.dir,
-                   float(cfg.run.episode_timeout_s))  # fmt: skip
+                   float(cfg.run.episode_timeout_s),
+                   bool(cfg.run.get("trajectory_maps", True)))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,7 @@ class RunContext:
     settings: EpisodeSettings
     executor: Executor
     sim: Simulator | None = None
+    scene_maps: Any = None  # eqa_runner.mapping.trajectory.SceneMaps when maps are drawn
 
     @property
     def task(self) -> Task:

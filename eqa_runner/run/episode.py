@@ -14,6 +14,7 @@ from eqa_runner.llm import Usage, track_usage
 from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.records import artifact_name
 from eqa_runner.run.context import RunContext
+from eqa_runner.run.maps import draw_episode_maps
 from eqa_runner.types import Episode, EpisodeRecord, ErrorInfo
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,7 @@ def episode_context(ep: Episode, run: RunContext) -> EpisodeContext:
         prompts_dir=s.prompts_dir,
         artifacts_dir=art,
         run_dir=run.out_dir,
+        scene_maps=run.scene_maps,
     )
 
 
@@ -85,6 +87,8 @@ async def run_episode(ep: Episode, run: RunContext) -> EpisodeRecord:
                 pred = await run.policy.predict(ep, ctx)
                 rec["prediction"], rec["trace"] = pred.answer, pred.trace
                 rec["timings"]["policy_s"] = time.perf_counter() - t0
+                if ctx.scene_map is not None:
+                    await draw_episode_maps(rec, ctx)
                 stage = "judge"
                 t1 = time.perf_counter()
                 score = await run.judge.score(ep, pred, run.judge_llm, run.settings.prompts_dir)

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from omegaconf import DictConfig
 
@@ -64,8 +64,12 @@ from eqa_runner.run.stop import (
     resume_command,
     signals_stop,
 )
-from eqa_runner.run.summary import write_summary
+from eqa_runner.run.summary import reproducibility_stamp, write_summary
+from eqa_runner.run.tracking import ReportWriter, build_trackers, live_metrics, run_info
+from eqa_runner.run.tracking import finish as finish_tracking
 from eqa_runner.schema import check_config
+from eqa_runner.trackers.base import Tracker
+from eqa_runner.trackers.hub import TrackerHub
 from eqa_runner.types import Episode, EpisodeRecord
 
 __all__ = ["build", "run"]
@@ -73,9 +77,10 @@ __all__ = ["build", "run"]
 log = logging.getLogger(__name__)
 
 
-def run(cfg: DictConfig) -> dict[str, Any]:
+def run(cfg: DictConfig, *, report: ReportWriter | None = None) -> dict[str, Any]:
     """Run one configuration; returns the headline metrics (the sweep objective) and the
-    process ``exit_code`` (:mod:`eqa_runner.run.stop`).
+    process ``exit_code`` (:mod:`eqa_runner.run.stop`). ``report(run_dir)`` writes the HTML
+    report handed to the experiment trackers (``logger=…``) at the end.
 
     Every check that can refuse the start runs before anything is written to the run dir
     (docs/reliability.md): secrets, values, choices, selection, data, credentials, prices,
@@ -87,6 +92,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         raise ConfigSecretError(refusal)
     check_config(cfg)  # a sweep job's own values (a single run's were checked before)
     parts = build_components(cfg)
+    trackers = [] if cfg.run.dry_run else build_trackers(cfg)
     episodes = select_episodes(parts.task.load_episodes(), cfg.run, cfg.task)
     check_prompts_dir(cfg)
     if cfg.run.dry_run:
@@ -126,11 +132,42 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                     os_error_line(out_dir, e, "free space or fix permissions")
                 ) from None
             release_run_log(keep=True)
-            return _run_locked(cfg, parts, episodes, out_dir, prompts, clients, cap)
+            if not trackers:
+                return _run_locked(cfg, parts, episodes, out_dir, prompts, clients, cap)
+            return _tracked(cfg, parts, episodes, out_dir, prompts, clients, cap, trackers,
+                            report)  # fmt: skip
     except UserError:
         if not had_lock_file and not (out_dir / PROVENANCE_FILE).exists():
             lock_file.unlink(missing_ok=True)  # a refused start leaves the dir as it was
         raise
+
+
+def _tracked(
+    cfg: DictConfig,
+    parts: Components,
+    episodes: list[Episode],
+    out_dir: Path,
+    prompts: dict[str, dict[str, object]],
+    clients: tuple[LLMClient, LLMClient],
+    cap: CostCap | None,
+    trackers: list[Tracker],
+    report: ReportWriter | None,
+) -> dict[str, Any]:
+    """:func:`_run_locked` with the trackers fed: start, live metrics, the end events."""
+    stamp = reproducibility_stamp(
+        config=config_container(cfg), task_info=parts.task.describe(), prompts=prompts,
+        judge_model=clients[1].model,
+    )  # fmt: skip
+    hub = TrackerHub(trackers)
+    hub.start(run_info(cfg, out_dir, stamp))
+    status, result = "FAILED", cast(dict[str, Any], {})
+    try:
+        result = _run_locked(cfg, parts, episodes, out_dir, prompts, clients, cap, hub)
+        status = "KILLED" if result.get("exit_code", 0) >= 128 else "FINISHED"
+        return result
+    finally:
+        records = list(final_records(read_records(out_dir / EPISODES_FILE)).values())
+        finish_tracking(hub, out_dir, result, records, status, report)
 
 
 def run_inputs(
@@ -193,6 +230,7 @@ def _run_locked(
     prompts: dict[str, dict[str, object]],
     clients: tuple[LLMClient, LLMClient],
     cap: CostCap | None,
+    hub: TrackerHub | None = None,
 ) -> dict[str, Any]:
     jsonl = out_dir / EPISODES_FILE
     all_lines = read_records(jsonl)
@@ -235,13 +273,21 @@ def _run_locked(
             settings=EpisodeSettings.from_cfg(cfg),
             executor=pool,
             sim=sim,
+            scene_maps=_scene_maps(cfg, sim),
         )
         stack.enter_context(parts.policy.opened(ctx.policy_resources()))
         writer = stack.enter_context(RecordWriter(jsonl))
         with signals_stop(stopper):
             asyncio.run(
                 _execute(
-                    ctx, todo, writer, (sum(progress), len(progress)), stopper, cap, write_error
+                    ctx,
+                    todo,
+                    writer,
+                    (sum(progress), len(progress)),
+                    stopper,
+                    cap,
+                    write_error,
+                    hub,
                 )
             )
     if write_error:  # e.g. a full disk: what was written stays, the rest runs on resume
@@ -277,6 +323,15 @@ def _run_locked(
     return {**result, "exit_code": code}
 
 
+def _scene_maps(cfg: DictConfig, sim: Any) -> Any:
+    """The run's navigable-map cache for trajectory maps (None: no simulator or maps off)."""
+    if sim is None or not cfg.run.get("trajectory_maps", True):
+        return None
+    from eqa_runner.mapping.trajectory import SceneMaps
+
+    return SceneMaps()
+
+
 def _try_summary(ctx: RunContext) -> dict[str, Any]:
     try:
         return write_summary(ctx.summary_inputs())
@@ -294,6 +349,7 @@ async def _execute(
     stopper: Stopper,
     cap: CostCap | None,
     write_error: list[OSError],
+    hub: TrackerHub | None = None,
 ) -> None:
     """Run ``todo`` with ``run.workers`` episodes at a time; one record each, a progress bar.
 
@@ -346,6 +402,9 @@ async def _execute(
             refresh=False,
         )
         bar.update(1)
+        if hub is not None:  # never blocks: a full queue drops the event
+            n = counts["ok"] + counts["err"]
+            hub.log_metrics(live_metrics(counts, ctx.judge.headline, m), step=n)
 
     tasks: list[asyncio.Task[None]] = []
     try:

@@ -41,6 +41,7 @@ PLUMBING_KEYS: tuple[str, ...] = (
     "run.resume",
     "run.dry_run",
     "run.save_artifacts",
+    "run.trajectory_maps",
     "run.episode_timeout_s",
     "run.bootstrap_samples",
     "run.max_cost_usd",
@@ -70,6 +71,8 @@ PLUMBING_KEYS: tuple[str, ...] = (
     "run.adopt",
     "judge.blind_run_dir",  # its records' content hash is an input (judge_inputs)
     "hydra.*",
+    "logger",
+    "logger.*",
 )
 
 

@@ -50,6 +50,17 @@ class SceneSpec:
     dataset_config: Path | None = None
 
 
+@dataclass(frozen=True)
+class NavigableMap:
+    """A top-down navigability raster of one floor: ``navigable[i, j]`` is the cell with
+    x in ``[x0 + i*c, x0 + (i+1)*c)`` and z in ``[z0 + j*c, z0 + (j+1)*c)`` (habitat frame)."""
+
+    navigable: np.ndarray  # (nx, nz) bool
+    origin_xz: tuple[float, float]
+    cell_m: float
+    floor_y: float
+
+
 class Simulator(ABC):
     """A scene plus one agent with one RGB-D sensor; all positions in the habitat frame."""
 
@@ -115,6 +126,19 @@ class Simulator(ABC):
     def navigable_area(self) -> float:
         """Area (m^2) of the navigable surface on the agent's floor (diagnostics, parity)."""
         raise NotImplementedError(f"{type(self).__name__} does not report its navigable area")
+
+    def navigable_map(self, floor_y: float, cell_m: float = 0.1) -> NavigableMap:
+        """The navigable cells of the floor at ``floor_y`` inside the navmesh bounds, sampled
+        with :meth:`is_navigable` (backends override it with their own raster)."""
+        lo, hi = self.bounds()
+        nx = max(int(np.ceil((hi[0] - lo[0]) / cell_m)), 1)
+        nz = max(int(np.ceil((hi[2] - lo[2]) / cell_m)), 1)
+        nav = np.zeros((nx, nz), dtype=bool)
+        for i in range(nx):
+            for j in range(nz):
+                p = (lo[0] + (i + 0.5) * cell_m, floor_y, lo[2] + (j + 0.5) * cell_m)
+                nav[i, j] = self.is_navigable(p)
+        return NavigableMap(nav, (float(lo[0]), float(lo[2])), float(cell_m), float(floor_y))
 
     def scene_area(self) -> float:
         """x-z area of the navmesh bounds (an exploration budget: int(sqrt(area) * 3))."""

@@ -31,6 +31,7 @@ from eqa_runner.errors import ConfigError
 from eqa_runner.sim import geometry as geo
 from eqa_runner.sim.base import (
     NAN3,
+    NavigableMap,
     Observation,
     SceneSpec,
     Simulator,
@@ -319,6 +320,18 @@ class HabitatSimulator(Simulator):
         if not np.all(np.isfinite(p)):
             return False
         return bool(self._call(lambda: self._pf().is_navigable(p)))
+
+    def navigable_map(self, floor_y: float, cell_m: float = 0.1) -> NavigableMap:
+        """habitat-sim's top-down navigability raster of the floor at ``floor_y``."""
+
+        def run():
+            pf = self._pf()
+            lo, _ = pf.get_bounds()
+            view = np.asarray(pf.get_topdown_view(float(cell_m), float(floor_y)), dtype=bool)
+            return NavigableMap(view.T.copy(), (float(lo[0]), float(lo[2])), float(cell_m),
+                                float(floor_y))  # fmt: skip
+
+        return self._call(run)
 
     def navigable_area(self, floor_y: float | None = None) -> float:
         """Area (m^2) of the navmesh triangles within ``agent_max_climb`` of ``floor_y``

@@ -17,6 +17,7 @@ from eqa_runner.errors import ConfigError
 from eqa_runner.sim import geometry as geo
 from eqa_runner.sim.base import (
     NAN3,
+    NavigableMap,
     Observation,
     SceneSpec,
     SensorSpec,
@@ -566,6 +567,16 @@ class MeshSimulator(Simulator):
             return NAN3.copy()
         x, z = g._nav_xz[int(rng.integers(len(g._nav_xz)))]
         return np.array([x, g.floor_y, z])
+
+    def navigable_map(self, floor_y: float, cell_m: float = 0.1) -> NavigableMap:
+        """The floor grid of ``floor_y`` (this backend's own cells; ``cell_m`` is not used)."""
+        g = self._grid()
+        if abs(g.floor_y - floor_y) > self.agent_max_climb:  # another storey: its own grid
+            key = round(floor_y, 2)
+            if key not in self._grids:
+                self._grids[key] = self.build_grid(floor_y)
+            g = self._grids[key]
+        return NavigableMap(g.navigable, (g.x0, g.z0), g.c, g.floor_y)
 
     def navigable_area(self) -> float:
         """Area (m^2) of the navigable cells on the agent's floor."""

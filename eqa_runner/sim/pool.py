@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from eqa_runner.sim.base import Observation, SceneSpec, Simulator
+from eqa_runner.sim.base import NavigableMap, Observation, SceneSpec, Simulator
 
 
 class SimulatorPool(Simulator):
@@ -59,6 +59,9 @@ class SimulatorPool(Simulator):
 
     def navigable_area(self) -> float:
         return self.instances[0].navigable_area()
+
+    def navigable_map(self, floor_y: float, cell_m: float = 0.1) -> NavigableMap:
+        return self.instances[0].navigable_map(floor_y, cell_m)
 
     def resolve_scene(self, scenes_dir: Path, scene_id: str) -> SceneSpec:
         return self.instances[0].resolve_scene(scenes_dir, scene_id)

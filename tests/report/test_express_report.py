@@ -224,7 +224,8 @@ def test_report_table_by_type_csv_and_html_on_express_run(express_run, tmp_path)
     assert "<td>7</td>" in text and "EXPRESS-Bench EAC in percent" in text  # the metric note
     assert "By question type" in text and "<th>question type</th>" in text
     assert 'alt="C by question type"' in text and 'alt="C_star by question type"' in text
-    assert text.count("data:image/png;base64,") == 2  # the two charts
+    assert text.count('<img class="chart" src="data:image/png;base64,') == 2  # the two charts
+    assert text.count('<img class="map" src="data:image/png;base64,') == 8  # a map per episode
     rows = re.findall(r'<tr class="ep"[^>]*>.*?</tr>', text, flags=re.S)
     assert len(rows) == 8
     by_id = {r["episode_id"]: r for r in recs}

@@ -13,4 +13,5 @@ BENCHMARK = Benchmark(
     data="eqa_runner.benchmarks.aeqa.data",
     demo="eqa_runner.benchmarks.aeqa.demo.write_aeqa_demo",
     docs="docs/aeqa.md",
+    upstream="eqa_runner.benchmarks.aeqa.upstream.AEQAPredictions",
 )

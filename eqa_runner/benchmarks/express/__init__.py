@@ -13,4 +13,5 @@ BENCHMARK = Benchmark(
     data="eqa_runner.benchmarks.express.data",
     demo="eqa_runner.benchmarks.express.demo.write_express_demo",
     docs="docs/express.md",
+    upstream="eqa_runner.benchmarks.express.upstream.ExpressResults",
 )

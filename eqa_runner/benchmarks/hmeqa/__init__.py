@@ -13,4 +13,5 @@ BENCHMARK = Benchmark(
     data="eqa_runner.benchmarks.hmeqa.data",
     demo="eqa_runner.benchmarks.hmeqa.demo.write_hmeqa_demo",
     docs="docs/hmeqa.md",
+    upstream="eqa_runner.benchmarks.hmeqa.upstream.HMEQAResults",
 )

@@ -14,4 +14,5 @@ BENCHMARK = Benchmark(
     data="eqa_runner.benchmarks.openeqa_em.data",
     demo="eqa_runner.benchmarks.openeqa_em.demo.write_openeqa_demo",
     docs="docs/data.md",
+    upstream="eqa_runner.benchmarks.openeqa_em.upstream.OpenEQAPredictions",
 )

@@ -1,0 +1,107 @@
+"""HM-EQA results as explore-eqa's ``run_vlm_exp.py`` (Stanford-ILIAD/explore-eqa) writes them.
+
+``results.pkl``: a pickled list, one dict per question: ``question_ind`` (the row of
+``questions.csv``) and per step ``step_<t>``: ``pts`` (habitat position), ``angle`` (yaw, rad),
+``smx_vlm_pred`` (numpy array: the softmax over the options A-D) and ``smx_vlm_rel`` (numpy
+array: P(Yes), P(No) of "confident with the current view?"); a skipped black frame has a uniform
+``smx_vlm_pred`` and ``[0.01, 0.99]``. The upstream script scores it itself, at the end of each
+question: ``success_weighted`` (argmax of the column-wise max of P(Yes)·pred) and ``success_max``
+(the prediction at the most confident step), which are our ``weighted`` and ``max`` rules.
+Read back, every step enters the rules as upstream's do (black frames with their placeholder
+distributions); the imported answer is the ``max`` rule's (our protocol's default).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eqa_runner.benchmarks.hmeqa.choice_rules import apply_rule
+from eqa_runner.errors import DataError
+from eqa_runner.scoring.upstream import Imported, UpstreamFormat, dump_pickle, load_pickle
+from eqa_runner.types import Episode, EpisodeRecord
+
+RESULTS = "results.pkl"
+LETTERS = "ABCD"
+BLACK_REL = (0.01, 0.99)  # upstream's placeholder for a skipped (black) frame
+
+
+def _yaw(rotation_wxyz: Sequence[float] | None) -> float:
+    """The yaw about +y of a (w, x, y, z) quaternion (upstream's ``angle``)."""
+    if not rotation_wxyz:
+        return 0.0
+    w, _, y, _ = (float(v) for v in rotation_wxyz)
+    return 2.0 * math.atan2(y, w)
+
+
+def _step(s: dict[str, Any]) -> dict[str, Any]:
+    probs = s.get("answer_probs")
+    conf = s.get("confidence")
+    if probs:
+        pred = np.asarray(probs, dtype=float)
+        r = 0.0 if conf is None else float(conf)
+        rel = np.array([r, 1.0 - r])
+    else:  # a black frame (or no parsable answer): upstream's placeholder
+        pred, rel = np.ones(len(LETTERS)) / len(LETTERS), np.array(BLACK_REL)
+    return {"pts": list(map(float, s.get("position") or [0, 0, 0])),
+            "angle": _yaw(s.get("rotation")), "smx_vlm_pred": pred, "smx_vlm_rel": rel}  # fmt: skip
+
+
+class HMEQAResults(UpstreamFormat):
+    """``--export hmeqa``: explore-eqa's ``results.pkl``."""
+
+    name = "hmeqa"
+    task = "hmeqa"
+    files = f"{RESULTS} (explore-eqa's list of per-question step dicts)"
+
+    def export(
+        self, records: Sequence[EpisodeRecord], episodes: Sequence[Episode], out_dir: Path
+    ) -> list[Path]:
+        out = []
+        for r in records:
+            res: dict[str, Any] = {"question_ind": int(r["episode_id"])}
+            for t, s in enumerate(r["trace"].get("steps") or []):
+                res[f"step_{t}"] = _step(s)
+            out.append(res)
+        return [dump_pickle(out, Path(out_dir) / RESULTS)]
+
+    def read(self, path: Path, episodes: Sequence[Episode]) -> list[Imported]:
+        data = load_pickle(path)
+        if not isinstance(data, list):
+            raise DataError(f"{path}: expected a list of per-question dicts (explore-eqa)")
+        out = []
+        for i, res in enumerate(data):
+            if not isinstance(res, dict) or "question_ind" not in res:
+                raise DataError(f"{path}: item {i} has no question_ind")
+            q = int(res["question_ind"])
+            if not 0 <= q < len(episodes):
+                raise DataError(f"{path}: item {i}: question_ind {q} is not a row of the "
+                                f"task's questions ({len(episodes)} rows)")  # fmt: skip
+            steps = _read_steps(res, path, i)
+            k = apply_rule("max", steps).index
+            trace = {"steps": steps, "answer_rule": "max", "steps_taken": len(steps),
+                     "final_position": steps[-1]["position"] if steps else None}  # fmt: skip
+            out.append(Imported(episodes[q].episode_id, None if k is None else LETTERS[k], trace))
+        return out
+
+
+def _read_steps(res: dict[str, Any], path: Path, i: int) -> list[dict[str, Any]]:
+    steps = []
+    t = 0
+    while f"step_{t}" in res:
+        s = res[f"step_{t}"]
+        try:
+            pred = [float(v) for v in np.asarray(s["smx_vlm_pred"]).reshape(-1)]
+            rel = float(np.asarray(s["smx_vlm_rel"]).reshape(-1)[0])
+        except (KeyError, TypeError, ValueError) as e:
+            raise DataError(f"{path}: item {i} step_{t}: needs smx_vlm_pred and smx_vlm_rel "
+                            f"({e})") from None  # fmt: skip
+        steps.append({"step": t, "position": [float(v) for v in s.get("pts", [])],
+                      "answer_probs": pred, "confidence": rel, "answer_source": "upstream",
+                      "confidence_source": "upstream"})  # fmt: skip
+        t += 1
+    return steps

@@ -1,0 +1,64 @@
+"""``logger=csv``: plain files in the run dir (params, tags, a metrics log, tables, artifacts)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from eqa_runner.trackers.base import RunInfo, Tracker
+
+
+class CsvTracker(Tracker):
+    """Writes ``<save_dir>/`` (default ``<run_dir>/logs/csv``): ``params.json``, ``tags.json``,
+    ``metrics.csv`` (time, step, name, value; appended), ``<table>.csv``, ``artifacts/``."""
+
+    name = "csv"
+
+    def __init__(self, save_dir: str | None = None) -> None:
+        self.save_dir = None if save_dir in (None, "") else Path(str(save_dir))
+        self.dir: Path | None = None
+
+    def _dir(self) -> Path:
+        if self.dir is None:
+            raise RuntimeError("CsvTracker used before start()")
+        return self.dir
+
+    def start(self, info: RunInfo) -> None:
+        self.dir = self.save_dir or info.run_dir / "logs" / "csv"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        (self.dir / "params.json").write_text(json.dumps(info.params, indent=1, sort_keys=True))
+        tags = {**info.tags, **({"group": info.group} if info.group else {})}
+        (self.dir / "tags.json").write_text(json.dumps(tags, indent=1, sort_keys=True))
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
+        path = self._dir() / "metrics.csv"
+        new = not path.exists()
+        with path.open("a", newline="") as f:
+            w = csv.writer(f)
+            if new:
+                w.writerow(["time", "step", "name", "value"])
+            now = round(time.time(), 3)
+            for k, v in metrics.items():
+                w.writerow([now, step, k, v])
+
+    def log_table(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        cols: list[str] = []
+        for r in rows:
+            cols += [k for k in r if k not in cols]
+        with (self._dir() / f"{name}.csv").open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=cols)
+            w.writeheader()
+            w.writerows(rows)
+
+    def log_artifact(self, path: Path) -> None:
+        dest = self._dir() / "artifacts"
+        dest.mkdir(exist_ok=True)
+        shutil.copy2(path, dest / Path(path).name)
+
+    def finish(self, status: str) -> None:
+        (self._dir() / "status").write_text(status + "\n")

@@ -1,0 +1,77 @@
+"""``logger=wandb``: a Weights & Biases run per eqa_runner run; a sweep's runs in one group.
+
+``mode`` null: W&B's own setting (``WANDB_MODE``, e.g. ``offline`` writes
+``<dir>/wandb/offline-run-*`` for ``wandb sync``). wandb is imported when the tracker starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from eqa_runner.trackers.base import RunInfo, Tracker
+
+MAX_TAG = 64  # W&B's limit on a tag's length
+
+
+class WandbTracker(Tracker):
+    """Config, stamp (as tags and in the config), live metrics, the episode table, run files."""
+
+    name = "wandb"
+
+    def __init__(
+        self,
+        project: str = "eqa_runner",
+        entity: str | None = None,
+        mode: str | None = None,
+        dir: str | None = None,  # noqa: A002 - W&B's own name for it
+        job_type: str = "eval",
+    ) -> None:
+        self.project, self.entity, self.mode = str(project), entity, mode
+        self.dir = dir
+        self.job_type = job_type
+        self.run: Any = None
+
+    def start(self, info: RunInfo) -> None:
+        import wandb
+
+        tags = [f"{k}={v}"[:MAX_TAG] for k, v in sorted(info.tags.items())]
+        d = Path(self.dir) if self.dir else info.run_dir
+        d.mkdir(parents=True, exist_ok=True)
+        self.run = wandb.init(
+            project=self.project,
+            entity=self.entity,
+            mode=self.mode,  # type: ignore[arg-type]
+            dir=str(d),
+            name=info.name,
+            group=info.group,
+            job_type=self.job_type,
+            config={**info.config, "reproducibility": dict(info.tags)},
+            tags=tags,
+            settings=wandb.Settings(console="off", x_disable_stats=True),
+        )
+
+    def _run(self) -> Any:
+        if self.run is None:
+            raise RuntimeError("the W&B run was not started")
+        return self.run
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
+        self._run().log({k: v for k, v in metrics.items() if v is not None}, step=int(step))
+
+    def log_table(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        import wandb
+
+        cols: list[str | int] = []
+        for r in rows:
+            cols += [k for k in r if k not in cols]
+        table = wandb.Table(columns=cols, data=[[r.get(str(c)) for c in cols] for r in rows])
+        self._run().log({name: table})
+
+    def log_artifact(self, path: Path) -> None:
+        p = Path(path)
+        self._run().save(str(p), base_path=str(p.parent), policy="now")
+
+    def finish(self, status: str) -> None:
+        self._run().finish(exit_code=0 if status == "FINISHED" else 1)

@@ -1,0 +1,173 @@
+"""Trajectory maps and replays: drawn from trace fields over the simulator's navigable map."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from eqa_runner.mapping.trajectory import (
+    COLORS,
+    HEADER_PX,
+    SceneMaps,
+    draw_trajectory,
+    trace_points,
+)
+from eqa_runner.sim.base import NavigableMap
+
+
+def _room() -> NavigableMap:
+    """A 6 m x 4 m navigable room (0.1 m cells) with a 1 m pillar, floor at y = 0."""
+    nav = np.zeros((80, 60), dtype=bool)
+    nav[10:70, 10:50] = True
+    nav[35:45, 25:35] = False
+    return NavigableMap(nav, (-1.0, -1.0), 0.1, 0.0)
+
+
+def _trace(goal=True) -> dict:
+    steps = [
+        {"step": 0, "position": [0.5, 0.0, 0.5], "stop_reply": "no"},
+        {"step": 1, "position": [2.0, 0.0, 0.5]},
+        {"step": 2, "position": [4.0, 0.0, 2.0], "info": {"vlm": {"direction_reply": "left"}}},
+    ]
+    t = {"steps": steps, "final_position": [4.5, 0.0, 2.5]}
+    if goal:
+        t.update(goal_position=[0.5, 0.0, 2.5], d_t=4.0)
+    return t
+
+
+def test_trace_points_reads_path_asked_steps_goal_and_d_t() -> None:
+    tp = trace_points(_trace())
+    assert tp is not None
+    assert tp.path.shape == (4, 3)  # three steps, then the final position
+    assert tp.asked == [0, 2]  # a *_reply at the top level or nested in the step's info
+    assert tp.goal is not None and tp.goal.tolist() == [0.5, 0.0, 2.5]
+    assert tp.d_t == 4.0
+    no_goal = trace_points(_trace(goal=False))
+    assert no_goal is not None and no_goal.goal is None and no_goal.d_t is None
+    assert trace_points({"answer": "blind"}) is None  # no positions: no map
+
+
+def _at(img: Image.Image, nav: NavigableMap, p, s: int) -> tuple[int, int, int]:
+    # the crop starts MARGIN_M before the floor's first cell (cell 10): i0 = j0 = 5
+    x = int(((p[0] - nav.origin_xz[0]) / nav.cell_m - 5) * s)
+    y = int(((p[2] - nav.origin_xz[1]) / nav.cell_m - 5) * s) + HEADER_PX
+    return img.getpixel((x, y))[:3]
+
+
+def test_map_draws_floor_obstacles_start_goal_and_final() -> None:
+    nav = _room()
+    img = draw_trajectory(nav, _trace(), max_px=300)
+    s = 300 // 70 + 1  # ceil(300 / 70 cells)
+    assert img.width == 70 * s and img.height == 50 * s + HEADER_PX
+    assert _at(img, nav, [5.0, 0, 0.0], s) == COLORS["floor"]  # untouched floor
+    assert _at(img, nav, [3.0, 0, 2.0], s) == COLORS["obstacle"]  # the pillar
+    assert _at(img, nav, [0.5, 0, 0.5], s) == COLORS["start"]
+    assert _at(img, nav, [0.5, 0, 2.5], s) == COLORS["goal"]
+    assert _at(img, nav, [4.5, 0, 2.5], s) == COLORS["final"]
+    blank = draw_trajectory(nav, {"steps": []}, max_px=300)  # still the floor plan
+    assert _at(blank, nav, [0.5, 0, 0.5], s) == COLORS["floor"]
+
+
+def test_points_off_the_drawn_floor_are_left_out() -> None:
+    nav = _room()
+    t = _trace(goal=False)
+    t["final_position"] = [4.5, 3.0, 2.5]  # ended upstairs: not drawn on this floor
+    img = draw_trajectory(nav, t, max_px=300)
+    s = 300 // 70 + 1
+    assert _at(img, nav, [4.5, 0, 2.5], s) != COLORS["final"]
+
+
+class _CountingSim:
+    """Only the capability the cache calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[float] = []
+
+    def navigable_map(self, floor_y: float, cell_m: float) -> NavigableMap:
+        self.calls.append(floor_y)
+        return _room()
+
+
+def test_scene_maps_builds_each_scene_floor_once() -> None:
+    maps, sim = SceneMaps(), _CountingSim()
+    a = maps.get(sim, "scene.glb", 0.02)  # type: ignore[arg-type]
+    b = maps.get(sim, "scene.glb", 0.1)  # type: ignore[arg-type]  # same floor band
+    c = maps.get(sim, "scene.glb", 3.0)  # type: ignore[arg-type]  # the next storey
+    assert a is b and c is not a
+    assert sim.calls == [0.02, 3.0] and maps.built == 2
+
+
+def test_default_navigable_map_samples_is_navigable() -> None:
+    from eqa_runner.sim.base import Simulator
+
+    class Disc(Simulator):  # only what the default needs; the rest is never called
+        def bounds(self):
+            return np.array([-1.0, 0.0, -1.0]), np.array([1.0, 0.0, 1.0])
+
+        def is_navigable(self, p) -> bool:
+            return bool(p[0] ** 2 + p[2] ** 2 < 0.5)
+
+        load_scene = set_agent_pose = agent_pose = observe = snap_point = None  # type: ignore
+        random_navigable_point_near = geodesic_distance = resolve_scene = close = None  # type: ignore
+
+    Disc.__abstractmethods__ = frozenset()
+    m = Disc().navigable_map(0.0, 0.25)
+    assert m.navigable.shape == (8, 8) and m.navigable[4, 4] and not m.navigable[0, 0]
+    assert m.origin_xz == (-1.0, -1.0)
+
+
+def test_express_run_draws_a_map_per_episode_and_a_replay(tmp_path, compose_cfg, express_demo):
+    from eqa_runner.records import read_records
+    from eqa_runner.run.loop import run
+
+    overrides = [
+        "task=express", "policy=fbe", f"task.data_dir={express_demo}", "llm=offline",
+        "judge.model=offline", "run.limit=2", "sim.width=64", "sim.height=64",
+        "policy.max_steps=3", "run.save_artifacts=true", "run.workers=2",
+    ]  # fmt: skip
+    out = run(compose_cfg(overrides, out=tmp_path / "r"))
+    assert out["counts"]["ok"] == 2
+    recs = read_records(tmp_path / "r" / "episodes.jsonl")
+    for r in recs:
+        t = r["trace"]
+        png = tmp_path / "r" / t["trajectory_map"]
+        assert png.parent.name == "maps" and Image.open(png).format == "PNG"
+        assert 0 <= r["timings"]["map_s"] <= r["timings"]["total_s"]
+        webp = Image.open(tmp_path / "r" / t["replay"])
+        assert webp.format == "WEBP" and webp.n_frames == len(t["steps"])
+    from eqa_runner.report.html import write_reports
+    from eqa_runner.report.runs import load_runs
+
+    html = write_reports(load_runs([tmp_path / "r"]), compare=False)[0].read_text()
+    assert html.count('class="map"') == 2 and html.count("data:image/webp") == 2
+    assert 'class="st"' in html  # the step strip
+
+
+def test_trajectory_maps_off(tmp_path, compose_cfg, express_demo):
+    from eqa_runner.records import read_records
+    from eqa_runner.run.loop import run
+
+    overrides = [
+        "task=express", "policy=re", f"task.data_dir={express_demo}", "llm=offline",
+        "judge.model=offline", "run.limit=1", "sim.width=32", "sim.height=32",
+        "policy.max_steps=2", "run.trajectory_maps=false",
+    ]  # fmt: skip
+    run(compose_cfg(overrides, out=tmp_path / "r"))
+    (rec,) = read_records(tmp_path / "r" / "episodes.jsonl")
+    assert "trajectory_map" not in rec["trace"] and not (tmp_path / "r" / "maps").exists()
+    assert json.loads((tmp_path / "r" / "summary.json").read_text())["counts"]["ok"] == 1
+
+
+@pytest.mark.parametrize("floor_y", [0.0])
+def test_mesh_backend_map_is_its_floor_grid(floor_y, express_demo) -> None:
+    from eqa_runner.sim.mesh import MeshSimulator
+
+    scene = next(express_demo.rglob("*.ply"), None) or next(express_demo.rglob("*.glb"))
+    sim = MeshSimulator(width=32, height=32)
+    sim.load_scene(sim.resolve_scene(scene.parent, str(scene)))
+    m = sim.navigable_map(sim.floor_height, 0.1)
+    assert m.navigable.sum() * m.cell_m**2 == pytest.approx(sim.navigable_area())
+    assert m.floor_y == pytest.approx(sim.floor_height)
