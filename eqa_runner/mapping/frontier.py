@@ -2,7 +2,7 @@
 
 Algorithm per :meth:`FrontierPlanner.next_pose` (re-implemented from the upstream
 ``TSDFPlanner.get_island_around_pts`` / ``find_next_pose`` with the semantic terms off); the
-defaults reproduce upstream EXPRESS-Bench step for step on identical frames
+defaults reproduce the upstream planner step for step on identical frames
 (``tests/golden/fbe``):
 
 1. free floor = cells whose voxel 0.4 m above the volume floor is observed free; a disc
