@@ -27,7 +27,7 @@ class SimConfig:
     hfov_deg: float = bounded(90.0, gt=0, lt=180)
     sensor_height_m: float = bounded(1.5, gt=0)  # camera above the agent base
     tilt_deg: float = bounded(0.0, ge=-90, le=90)  # camera pitch, negative looks down
-    # camera ahead of the agent base along its heading, metres (HM-EQA: 0.75, where
+    # camera ahead of the agent base along its heading, metres (explore-eqa: 0.75, where
     # explore-eqa's pitched body carries the sensor)
     sensor_forward_m: float = bounded(0.0, ge=-5, le=5)
     agent_radius: float = bounded(0.1, gt=0)
