@@ -23,8 +23,8 @@ from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._util import ROOT  # noqa: E402
+from eqa_runner.benchmarks.openeqa_em.task import list_frames  # noqa: E402
 from eqa_runner.images import load_frame  # noqa: E402
-from eqa_runner.tasks.openeqa_em import list_frames  # noqa: E402
 
 
 def make_frames(d: Path, n: int, seed: int = 0) -> list[Path]:
@@ -73,7 +73,7 @@ import numpy as np
 from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.llm import LLMClient
 from eqa_runner.policies.frames import FramesPolicy
-from eqa_runner.tasks.openeqa_em import OpenEQATask
+from eqa_runner.benchmarks.openeqa_em.task import OpenEQATask
 from eqa_runner.types import Episode
 def hwm():  # peak RSS of this process image (VmHWM resets on exec, unlike ru_maxrss)
     for line in open("/proc/self/status"):

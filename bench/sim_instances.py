@@ -87,7 +87,7 @@ def main() -> None:
     ap.add_argument("--latency", type=float, default=0.2)
     ap.add_argument("--size", type=int, default=512)
     args = ap.parse_args()
-    from eqa_runner.demo.datasets import write_express_demo
+    from eqa_runner.benchmarks.express.demo import write_express_demo
     from eqa_runner.llm import load_litellm
 
     load_litellm()

@@ -43,8 +43,8 @@ class BaselineRenderer:
         k = geo.intrinsics_from_hfov(s.hfov_deg, s.width, s.height)
         v, u = np.meshgrid(np.arange(s.height), np.arange(s.width), indexing="ij")
         d = np.empty((s.height * s.width, 3), dtype=np.float32)
-        d[:, 0] = ((u - k[0, 2]) / k[0, 0]).reshape(-1)
-        d[:, 1] = (-(v - k[1, 2]) / k[1, 1]).reshape(-1)
+        d[:, 0] = ((u + 0.5 - k[0, 2]) / k[0, 0]).reshape(-1)  # through pixel centres
+        d[:, 1] = (-(v + 0.5 - k[1, 2]) / k[1, 1]).reshape(-1)
         d[:, 2] = -1.0
         self.norm = np.linalg.norm(d, axis=1).astype(np.float32)
         self.buf = np.empty((len(d), 6), dtype=np.float32)

@@ -192,7 +192,7 @@ def main() -> None:
     ap.add_argument("--agents", nargs="+", default=list(AGENTS), choices=list(AGENTS))
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    from eqa_runner.demo.datasets import write_express_demo
+    from eqa_runner.benchmarks.express.demo import write_express_demo
     from eqa_runner.testing.llm_server import LLMTestServer
 
     state = _state()

@@ -22,6 +22,10 @@ class DataError(UserError, ValueError):
     """A dataset file or directory is missing or malformed."""
 
 
+class SceneError(DataError):
+    """A scene mesh the agent cannot use: no navigable area, or a start on no island."""
+
+
 class RunDirError(UserError, RuntimeError):
     """The run directory cannot be used as asked (already holds records, locked, unwritable)."""
 

@@ -12,7 +12,7 @@ import json
 import logging
 import math
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -258,29 +258,35 @@ def read_records(path: Path) -> list[EpisodeRecord]:
     (not JSON, not an object, no ``question``/``metrics``/...) is skipped with a warning naming
     the file and line (the next writer moves it to ``<file>.quarantine``), so it can never
     replace a complete record of the same episode."""
+    return list(iter_records(path))
+
+
+def iter_records(path: Path) -> Iterator[EpisodeRecord]:
+    """:func:`read_records` one line at a time (memory: one record, not the file)."""
     path = Path(path)
     if not path.exists():
-        return []
-    records: list[EpisodeRecord] = []
-    lines = path.read_bytes().split(b"\n")
-    for i, raw in enumerate(lines):
-        if not raw.strip():
-            continue
-        try:
-            rec = json.loads(raw)
-        except ValueError:  # JSONDecodeError, or UnicodeDecodeError for a line torn mid-character
-            last = i == len(lines) - 1 or all(not x.strip() for x in lines[i + 1 :])
-            if last:
-                log.warning("%s: dropped torn final line %d", path, i + 1)
-            else:
-                log.warning("%s: line %d is not JSON; skipped (quarantined on resume)", path, i + 1)
-            continue
-        why = incomplete_reason(rec)
-        if why:
-            log.warning("%s: line %d skipped: %s (quarantined on resume)", path, i + 1, why)
-            continue
-        records.append(complete_record(rec))
-    return records
+        return
+    bad_json: int | None = None  # a line that is not JSON: torn if nothing follows it
+    with path.open("rb") as fh:
+        for i, raw in enumerate(fh):
+            if not raw.strip():
+                continue
+            if bad_json is not None:
+                log.warning("%s: line %d is not JSON; skipped (quarantined on resume)", path,
+                            bad_json + 1)  # fmt: skip
+                bad_json = None
+            try:
+                rec = json.loads(raw)
+            except ValueError:  # JSONDecodeError, or UnicodeDecodeError for a line torn mid-char
+                bad_json = i
+                continue
+            why = incomplete_reason(rec)
+            if why:
+                log.warning("%s: line %d skipped: %s (quarantined on resume)", path, i + 1, why)
+                continue
+            yield complete_record(rec)
+    if bad_json is not None:
+        log.warning("%s: dropped torn final line %d", path, bad_json + 1)
 
 
 def final_records(records: Iterable[EpisodeRecord]) -> dict[str, EpisodeRecord]:

@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -18,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from eqa_runner.errors import ConfigError
 from eqa_runner.llm import track_usage
-from eqa_runner.records import EPISODES_FILE, RecordWriter, final_records, read_records
+from eqa_runner.records import EPISODES_FILE, RecordWriter, iter_records
 from eqa_runner.run.build import build, llm_clients
 from eqa_runner.run.episode import error_info
 from eqa_runner.run.summary import SummaryInputs, write_summary
@@ -133,6 +134,27 @@ def rejudge(run_dir: Path, overrides: list[str], *, tag: str | None = None) -> d
         return _rejudge_locked(run_dir, cfg, judge, tag)
 
 
+def final_index(path: Path) -> dict[str, tuple[int, str]]:
+    """``episode_id -> (ordinal, status)`` of each episode's final record (as
+    :func:`final_records`, in the order episodes first appear), one record in memory at a time."""
+    out: dict[str, tuple[int, str]] = {}
+    for n, rec in enumerate(iter_records(path)):
+        eid, prev = str(rec["episode_id"]), out.get(str(rec["episode_id"]))
+        if prev is None or rec["status"] == "ok" or prev[1] != "ok":
+            out[eid] = (n, rec["status"])
+    return out
+
+
+def pending_records(
+    path: Path, final: dict[str, tuple[int, str]], done: set[str]
+) -> Iterator[EpisodeRecord]:
+    """The final record of every episode not in ``done``, read lazily in file order."""
+    for n, rec in enumerate(iter_records(path)):
+        eid = str(rec["episode_id"])
+        if final[eid][0] == n and eid not in done:
+            yield rec
+
+
 def _judge_fingerprint(run_dir: Path, cfg: DictConfig, prompts: dict[str, Any], tag: str) -> Any:
     """Check (or write, before the first record) the judge fingerprint of ``rejudged-<tag>``."""
     from eqa_runner.records import write_json_atomic
@@ -159,71 +181,88 @@ def _judge_fingerprint(run_dir: Path, cfg: DictConfig, prompts: dict[str, Any], 
 
 
 def _rejudge_locked(run_dir: Path, cfg: DictConfig, judge: Judge, tag: str) -> dict[str, Any]:
-    src = final_records(read_records(run_dir / EPISODES_FILE))
+    """Streams: the records are read twice, lazily (an index of final records, then the
+    pending ones), with at most ``run.workers`` of them in memory (docs/benchmarks.md)."""
+    src = final_index(run_dir / EPISODES_FILE)
     out_name = f"episodes.rejudged-{tag}.jsonl"
     prompts = judge.prompts(cfg.prompts.get("dir"))
     judge_fp = _judge_fingerprint(run_dir, cfg, prompts, tag)
-    done = {
-        i for i, r in final_records(read_records(run_dir / out_name)).items() if r["status"] == "ok"
-    }
+    done = {i for i, (_, status) in final_index(run_dir / out_name).items() if status == "ok"}
     _, judge_llm = llm_clients(
         cfg, judge, {n: str(p["sha256"]) for n, p in prompts.items()}, roles=("judge",)
     )
     workers = max(1, int(cfg.run.workers))
 
-    async def one(rec: EpisodeRecord, sem: asyncio.Semaphore, w: RecordWriter) -> None:
+    async def one(rec: EpisodeRecord, w: RecordWriter) -> None:
         new: RejudgedRecord = {
             **rec,
             "rejudged_from": {"judge_raw": rec["judge_raw"], "metrics": rec["metrics"]},
         }
         if rec["status"] == "ok":
-            async with sem:
-                with track_usage() as usage:
-                    try:
-                        s = await judge.score(
-                            episode_from_record(rec),
-                            prediction_from_record(rec, run_dir),
-                            judge_llm,
-                            cfg.prompts.get("dir"),
-                        )
-                        new.update(
-                            {
-                                "judge_raw": s.raw,
-                                "judge_ok": s.ok,
-                                "metrics": dict(s.metrics),
-                                "error": None,
-                            }
-                        )
-                    except Exception as exc:  # noqa: BLE001 - recorded
-                        new.update(
-                            {
-                                "status": "error",
-                                "judge_ok": False,
-                                "metrics": {},
-                                "error": error_info(exc, "judge"),
-                            }
-                        )
+            with track_usage() as usage:
+                try:
+                    s = await judge.score(
+                        episode_from_record(rec),
+                        prediction_from_record(rec, run_dir),
+                        judge_llm,
+                        cfg.prompts.get("dir"),
+                    )
+                    new.update(
+                        {
+                            "judge_raw": s.raw,
+                            "judge_ok": s.ok,
+                            "metrics": dict(s.metrics),
+                            "error": None,
+                        }
+                    )
+                except Exception as exc:  # noqa: BLE001 - recorded
+                    new.update(
+                        {
+                            "status": "error",
+                            "judge_ok": False,
+                            "metrics": {},
+                            "error": error_info(exc, "judge"),
+                        }
+                    )
             new["usage"] = usage.as_dict()
         w.write(new)
 
     async def main(w: RecordWriter) -> None:
-        sem = asyncio.Semaphore(workers)
-        await asyncio.gather(*(one(r, sem, w) for i, r in src.items() if i not in done))
+        todo = pending_records(run_dir / EPISODES_FILE, src, done)
+
+        async def worker() -> None:
+            for rec in todo:  # shared: each record goes to the next free worker
+                await one(rec, w)
+
+        await asyncio.gather(*(worker() for _ in range(workers)))
 
     with RecordWriter(run_dir / out_name) as w:
         asyncio.run(main(w))
+    return _write_rejudged_summary(run_dir, cfg, judge, tag, list(src), prompts, judge_fp)
+
+
+def _write_rejudged_summary(
+    run_dir: Path,
+    cfg: DictConfig,
+    judge: Judge,
+    tag: str,
+    ids: list[str],
+    prompts: dict[str, dict[str, object]],
+    judge_fp: Any,
+) -> dict[str, Any]:
+    """``summary.rejudged-<tag>.json`` from the re-judged records of the episodes ``ids``."""
     inputs = SummaryInputs(
         cfg=cfg,
         task_info={"name": cfg.task.get("name"), "rejudged": True},  # subsets: from the records
         policy_name=str(cfg.policy.get("name")),
         judge=judge,
-        episode_ids=list(src),
+        episode_ids=ids,
         out_dir=run_dir,
         prompts=prompts,
     )
     return write_summary(
         inputs,
-        jsonl_name=out_name,
+        jsonl_name=f"episodes.rejudged-{tag}.jsonl",
         summary_name=f"summary.rejudged-{tag}.json",
         extra={"rejudged_from": EPISODES_FILE, "judge_fingerprint": judge_fp},
     )

@@ -67,6 +67,17 @@ def frame_status(path: Path) -> tuple[int, int] | str:
         return why.replace("cannot decode image", "undecodable", 1)
 
 
+def frame_header_status(path: Path) -> tuple[int, int] | str:
+    """(width, height) from the image header alone (``data check --no-decode``), else why not."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as im:
+            return im.size
+    except (OSError, UnidentifiedImageError, ValueError) as e:
+        return f"unreadable header ({type(e).__name__})"
+
+
 def find_scene(scenes_dir: Path, scene: str, suffixes: tuple[str, ...]) -> Path | None:
     from eqa_runner.sim.base import find_scene_file
 

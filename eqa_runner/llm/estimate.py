@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from eqa_runner.llm.fast_tokens import fast_estimate
 from eqa_runner.llm.loader import load_litellm
 from eqa_runner.llm.messages import Message, message_text
 from eqa_runner.llm.offline import OFFLINE_MODEL
@@ -40,13 +41,18 @@ def estimate_call(
     completion = max_tokens or 256
     if model == OFFLINE_MODEL:
         return (len(message_text(text_messages)) // 4, completion, 0.0)
-    litellm = load_litellm()
     text = [{"role": m["role"], "content": message_text([m])} for m in text_messages]
+    images = sum(image_tokens(w, h) for w, h in image_sizes)
+    pairs = [(t["role"], t["content"]) for t in text]
+    fast = fast_estimate(model, pairs, images, completion, price)
+    if fast is not None:  # gpt-4o family: the same numbers without importing litellm
+        return fast
+    litellm = load_litellm()
     try:
         prompt = int(litellm.token_counter(model=model, messages=text))
     except Exception:
         prompt = len(message_text(text_messages)) // 4
-    prompt += sum(image_tokens(w, h) for w, h in image_sizes)
+    prompt += images
     if price is not None:  # an explicit price from the config (USD per million tokens)
         return prompt, completion, (price[0] * prompt + price[1] * completion) / 1e6
     try:

@@ -6,10 +6,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import ndimage
-from sklearn.cluster import DBSCAN
 
 from eqa_runner.mapping.config import FrontierPlannerConfig
+from eqa_runner.mapping.lazy import ndimage, sklearn_cluster
 
 
 def dbscan_cells(cells: np.ndarray, eps: float, min_samples: int, shape) -> np.ndarray:
@@ -22,7 +21,7 @@ def dbscan_cells(cells: np.ndarray, eps: float, min_samples: int, shape) -> np.n
     """
     cells = np.asarray(cells, dtype=int)
     if min_samples != 2 or not (1.0 <= eps < 2.0) or len(cells) == 0:
-        return DBSCAN(eps=eps, min_samples=min_samples).fit(cells).labels_
+        return sklearn_cluster.DBSCAN(eps=eps, min_samples=min_samples).fit(cells).labels_
     grid = np.zeros(tuple(int(s) for s in shape), dtype=bool)
     grid[cells[:, 0], cells[:, 1]] = True
     structure = np.ones((3, 3), dtype=bool) if eps >= math.sqrt(2) else None

@@ -2,7 +2,7 @@
 
 Algorithm per :meth:`FrontierPlanner.next_pose` (re-implemented from the upstream
 ``TSDFPlanner.get_island_around_pts`` / ``find_next_pose`` with the semantic terms off); the
-defaults reproduce upstream EXPRESS-Bench step for step on identical frames
+defaults reproduce the upstream planner step for step on identical frames
 (``tests/golden/fbe``):
 
 1. free floor = cells whose voxel 0.4 m above the volume floor is observed free; a disc
@@ -38,11 +38,11 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
-from scipy import ndimage
 
 from eqa_runner.errors import ConfigError
 from eqa_runner.mapping.clusters import cluster_frontiers, dbscan_cells
 from eqa_runner.mapping.hop import dijkstra_path, mcp_path
+from eqa_runner.mapping.lazy import ndimage
 from eqa_runner.mapping.prompt_points import PromptPoints, PromptPointsMixin
 
 __all__ = ["FrontierPlanner", "PlannerMaps", "PromptPoints", "Waypoint", "dbscan_cells"]

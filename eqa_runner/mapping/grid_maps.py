@@ -7,10 +7,9 @@ from __future__ import annotations
 from dataclasses import asdict
 
 import numpy as np
-from scipy import ndimage
-from skimage import measure
 
 from eqa_runner.mapping.config import FrontierPlannerConfig
+from eqa_runner.mapping.lazy import measure, ndimage
 from eqa_runner.mapping.streams import PlannerDraws
 from eqa_runner.mapping.tsdf import FuseStats, TSDFVolume
 

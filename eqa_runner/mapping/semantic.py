@@ -5,9 +5,9 @@ along each frontier's normal."""
 from __future__ import annotations
 
 import numpy as np
-from scipy import ndimage
 
 from eqa_runner.mapping.grid_maps import GridMaps
+from eqa_runner.mapping.lazy import ndimage
 
 
 class SemanticMaps(GridMaps):

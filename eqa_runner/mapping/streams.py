@@ -1,6 +1,6 @@
 """The frontier planner's random draws (``planner.random_source``).
 
-``upstream`` (the default) draws where upstream EXPRESS-Bench / explore-eqa draw, in the same
+``upstream`` (the default) draws where the upstream planners draw, in the same
 order and from the same kind of stream: the frontier-normal orientation (a zero gradient's
 normal, ``[random(), random()]`` normalised, and the coin on a tie) from Python's ``random``,
 the frontier sample and the turn-in-place heading from numpy's legacy global stream. Upstream

@@ -26,7 +26,7 @@ JUDGE_IMAGES_DIR = "judge_images"
 OFFLINE_STOP_AFTER = 2  # offline stand-in: "no" for steps 0 and 1, then "yes"
 
 
-class ExplorePolicy(Protocol):
+class LoopSettings(Protocol):
     """What a protocol reads of the exploration policy running it (its loop settings)."""
 
     step_ratio: float
@@ -48,13 +48,13 @@ class ExploreProtocol:
     # trace's ``goal_distances``: the start, each step, the end)
     goal_distance_each_step: bool = False
 
-    def budget(self, policy: ExplorePolicy, scene_area: float) -> int:
+    def budget(self, policy: LoopSettings, scene_area: float) -> int:
         """``int(sqrt(area) * policy.step_ratio)`` (at least 1), capped by ``policy.max_steps``."""
         n = max(1, int(math.sqrt(max(scene_area, 0.0)) * policy.step_ratio))
         return min(n, int(policy.max_steps)) if policy.max_steps else n
 
     async def check_step(
-        self, policy: ExplorePolicy, x: Exploration, rec: dict[str, Any], ctx: EpisodeContext
+        self, policy: LoopSettings, x: Exploration, rec: dict[str, Any], ctx: EpisodeContext
     ) -> bool:
         """The question asked of every non-black frame; True stops the exploration."""
         return False
@@ -64,13 +64,13 @@ class ExploreProtocol:
         return None
 
     async def answer(
-        self, policy: ExplorePolicy, episode: Episode, ctx: EpisodeContext, x: Exploration
+        self, policy: LoopSettings, episode: Episode, ctx: EpisodeContext, x: Exploration
     ) -> AnswerStep:
         """The episode's answer from the finished exploration."""
         raise NotImplementedError
 
     def estimate_requests(
-        self, policy: ExplorePolicy, episode: Episode, prompts_dir: str | None, steps: int
+        self, policy: LoopSettings, episode: Episode, prompts_dir: str | None, steps: int
     ) -> list[RequestEstimate]:
         """The requests of ``steps`` exploration steps and the answer (for ``run.dry_run``)."""
         return []

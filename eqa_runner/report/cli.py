@@ -222,11 +222,31 @@ def _judges(args: argparse.Namespace, runs: list[Run]) -> int:
     return 0
 
 
+def check_power_args(args: argparse.Namespace) -> None:
+    """Refuse ``--delta`` / ``--correlation`` / ``--samples`` values no answer can come from."""
+    import math
+
+    d = float(args.delta)
+    if not math.isfinite(d) or d <= 0:
+        raise ReportError(f"--delta {args.delta}: give a finite difference > 0, e.g. --delta 5")
+    if d >= 100 and not str(args.metric or "").startswith("d_"):  # d_T: metres
+        raise ReportError(
+            f"--delta {args.delta}: the scored metrics are percentages (0-100), so no two "
+            "runs differ by that much; give a difference below 100, e.g. --delta 5"
+        )
+    c = args.correlation
+    if c is not None and (not math.isfinite(float(c)) or not -1.0 <= float(c) < 1.0):
+        raise ReportError(f"--correlation {c}: a correlation is in [-1, 1), e.g. 0.5")
+    if args.samples < 1:
+        raise ReportError(f"--samples {args.samples}: give at least 1 bootstrap sample")
+
+
 def _power(args: argparse.Namespace, runs: list[Run]) -> int:
     from eqa_runner.report.agreement import power_report, power_text
 
     if args.delta is None:
         raise ReportError("--power needs --delta D (in the metric's unit, e.g. 5 = 5 points)")
+    check_power_args(args)
     rep = power_report(runs, args.delta, metric=args.metric, correlation=args.correlation,
                        method=args.interval or "cluster")  # fmt: skip
     print(power_text(rep, runs[0].label))

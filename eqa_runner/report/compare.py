@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -78,7 +78,9 @@ def run_scores(run: Run, records: list[EpisodeRecord] | None = None) -> Scores |
     if not recs:
         return None
     values = judge_for(run.config).episode_values(recs)
-    return Scores(values, clusters_of(recs), recs)
+    # kept without their traces: a sweep's records with traces do not fit in memory at once
+    slim = [cast(EpisodeRecord, {k: v for k, v in r.items() if k != "trace"}) for r in recs]
+    return Scores(values, clusters_of(recs), slim)
 
 
 def _scores_or_none(run: Run) -> Scores | None:

@@ -6,23 +6,15 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from eqa_runner.run.provenance import PLUMBING_KEYS, is_plumbing
+from eqa_runner.run.provenance import PLUMBING_KEYS, flatten, is_plumbing
+
+__all__ = ["GROUPS", "IGNORED_KEYS", "cell", "config_key", "differing_keys", "flatten"]
 
 # run plumbing: never an ablation axis (paths, concurrency, caches, endpoints); the one list,
 # shared with the run's provenance fingerprint
 IGNORED_KEYS = PLUMBING_KEYS
 # config groups whose choice is shown as one column (``policy=single``) instead of its sub-keys
 GROUPS = ("task", "policy", "llm", "judge", "sim", "experiment")
-
-
-def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
-    """Nested dicts to dotted keys; lists are kept as values (compared as a whole)."""
-    if isinstance(obj, dict) and obj:
-        out: dict[str, Any] = {}
-        for k, v in obj.items():
-            out.update(flatten(v, f"{prefix}{k}."))
-        return out
-    return {prefix.rstrip("."): obj}
 
 
 def is_ignored(key: str) -> bool:

@@ -49,13 +49,23 @@ def slug(text: str, max_len: int = 120) -> str:
 
 def register_configs() -> None:
     """Store every group's schema (``run: schema``, ``llm/base_llm``, ``policy/base_fbe`` ...)
-    and register ``eqa_slug``."""
+    and register ``eqa_slug``; once per process (a report loads one config per run)."""
     if not OmegaConf.has_resolver("eqa_slug"):
         OmegaConf.register_new_resolver("eqa_slug", slug)
     cs = ConfigStore.instance()
-    for group, nodes in schemas().items():
+    every = schemas()
+    if all(_stored(cs, group, name) for group, nodes in every.items() for name in nodes):
+        return
+    for group, nodes in every.items():
         for name, node in nodes.items():
             cs.store(group=group, name=name, node=node)
+
+
+def _stored(cs: ConfigStore, group: str, name: str) -> bool:
+    node: Any = cs.repo
+    for part in group.split("/"):
+        node = node.get(part) if isinstance(node, dict) else None
+    return isinstance(node, dict) and f"{name}.yaml" in node
 
 
 class CheckConfig(Callback):
@@ -104,10 +114,47 @@ def _check(config: DictConfig) -> None:
     refusal = screen_values({str(k): v for k, v in data.items()})
     if refusal:
         raise ConfigSecretError(refusal)
+    unknown = unknown_added_key(config)
+    if unknown:
+        raise UserError(unknown)
     check_config(config)
     from eqa_runner.run.build import check_capabilities
 
     check_capabilities(config)
+
+
+def unknown_added_key(config: DictConfig) -> str | None:
+    """The refusal for a ``+a.b=v`` override adding a key that ``a``'s typed schema does not
+    have (``+llm.temprature=0``): nothing would read it. Free-form maps (``extra_params``,
+    ``hydra.job.env_set``) take any key."""
+    import dataclasses
+    import difflib
+
+    try:
+        overrides = [str(o) for o in config.hydra.overrides.task]
+    except Exception:  # noqa: BLE001 - composed without Hydra's node: nothing typed on a CLI
+        return None
+    for o in overrides:
+        if not o.startswith("+") or o.startswith("++") or "=" not in o:
+            continue
+        key = o[1:].split("=", 1)[0]
+        if "." not in key or key.startswith("hydra."):
+            continue
+        parent_key, name = key.rsplit(".", 1)
+        parent = OmegaConf.select(config, parent_key, default=None)
+        typ = OmegaConf.get_type(parent) if isinstance(parent, DictConfig) else None
+        if typ is None or not dataclasses.is_dataclass(typ):
+            continue
+        known = sorted(f.name for f in dataclasses.fields(typ))
+        if name in known:
+            continue
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f"; did you mean {parent_key}.{close[0]}?" if close else ""
+        return (
+            f"+{key}: {parent_key} has no key {name}{hint} (`+` adds a key its schema does not "
+            "have, and nothing would read it; `--cfg job` lists the keys)"
+        )
+    return None
 
 
 def _exit_on_error(fn: Any) -> None:

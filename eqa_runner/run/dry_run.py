@@ -8,8 +8,50 @@ from typing import Any
 from omegaconf import DictConfig
 
 from eqa_runner.llm import LLMClient, estimate_call
+from eqa_runner.llm.estimate import RequestEstimate
+from eqa_runner.llm.messages import message_text
 from eqa_runner.run.context import Components
 from eqa_runner.types import Episode
+
+Estimate = tuple[int, int, float | None]  # prompt tokens, completion tokens, USD (or None)
+
+
+class CallEstimates:
+    """:func:`estimate_call` per request, computed once per distinct request.
+
+    An exploration episode repeats one stop-check request every step and many episodes share
+    prompts: counting tokens (litellm's tokenizer, about 1 ms a call) once per distinct
+    (role, texts, image sizes) gives the same numbers as counting every request."""
+
+    def __init__(
+        self,
+        models: dict[str, str],
+        max_tokens: dict[str, Any],
+        prices: dict[str, tuple[float, float] | None],
+    ) -> None:
+        self.models, self.max_tokens, self.prices = models, max_tokens, prices
+        self._memo: dict[tuple[Any, ...], Estimate] = {}
+        self._last: tuple[RequestEstimate | None, Estimate] = (None, (0, 0, None))
+
+    def __call__(self, r: RequestEstimate) -> Estimate:
+        if r is self._last[0]:  # a step's request repeated (``[stop] * steps``)
+            return self._last[1]
+        key = (
+            r.role,
+            tuple((m["role"], message_text([m])) for m in r.messages),
+            tuple(r.image_sizes),
+        )
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._memo[key] = estimate_call(
+                self.models[r.role],
+                r.messages,
+                r.image_sizes,
+                self.max_tokens[r.role],
+                self.prices[r.role],
+            )
+        self._last = (r, hit)
+        return hit
 
 
 def _prices(cfg: DictConfig, parts: Components) -> dict[str, tuple[float, float] | None]:
@@ -46,10 +88,9 @@ def episode_cost(
     reqs = parts.policy.estimate_requests(ep, parts.task, cfg.prompts.dir)
     reqs += parts.judge.estimate_requests(ep, cfg.prompts.dir)
     total: float | None = 0.0
+    calls = CallEstimates(models, max_tokens, prices)
     for r in reqs:
-        _, _, cost = estimate_call(
-            models[r.role], r.messages, r.image_sizes, max_tokens[r.role], prices[r.role]
-        )
+        _, _, cost = calls(r)
         total = None if cost is None or total is None else total + cost
     return total
 
@@ -87,7 +128,7 @@ def dry_run(cfg: DictConfig, parts: Components, episodes: Sequence[Episode]) -> 
     selected = list(episodes)
     episodes, data_text, missing = data_lines(cfg, parts, selected)
     models, max_tokens = _roles(cfg, parts)
-    prices = _prices(cfg, parts)
+    calls = CallEstimates(models, max_tokens, _prices(cfg, parts))
     totals: dict[str, dict[str, Any]] = {
         role: {
             "model": m,
@@ -109,14 +150,29 @@ def dry_run(cfg: DictConfig, parts: Components, episodes: Sequence[Episode]) -> 
         reqs += judge.estimate_requests(ep, cfg.prompts.dir)
         for r in reqs:
             t = totals[r.role]
-            p, c, cost = estimate_call(
-                t["model"], r.messages, r.image_sizes, max_tokens[r.role], prices[r.role]
-            )
+            p, c, cost = calls(r)
             t["requests"] += 1
             t["prompt_tokens"] += p
             t["completion_tokens"] += c
             t["images"] += len(r.image_sizes)
             t["cost_usd"] = None if cost is None or t["cost_usd"] is None else t["cost_usd"] + cost
+    lines = _report_lines(cfg, parts, selected, episodes, data_text, totals, problems)
+    print("\n".join(lines), flush=True)
+    return {"dry_run": True, "episodes": len(selected), "runnable": len(episodes),
+            "missing_data": len(missing), "estimate": totals, "problems": problems}  # fmt: skip
+
+
+def _report_lines(
+    cfg: DictConfig,
+    parts: Components,
+    selected: Sequence[Episode],
+    episodes: Sequence[Episode],
+    data_text: list[str],
+    totals: dict[str, dict[str, Any]],
+    problems: list[str],
+) -> list[str]:
+    """The dry run's printout: the selection, the data, per-role totals, the cost cap."""
+    task, policy = parts.task, parts.policy
     lines = [
         f"dry run: {len(selected)} episodes selected (task={task.name}, "
         f"policy={policy.name}); no model was called"
@@ -156,6 +212,4 @@ def dry_run(cfg: DictConfig, parts: Components, episodes: Sequence[Episode]) -> 
         )
     if problems:
         lines.append(f"  {len(problems)} episode(s) could not be estimated, e.g. {problems[0]}")
-    print("\n".join(lines), flush=True)
-    return {"dry_run": True, "episodes": len(selected), "runnable": len(episodes),
-            "missing_data": len(missing), "estimate": totals, "problems": problems}  # fmt: skip
+    return lines

@@ -22,7 +22,7 @@ from eqa_runner.records import (
     EPISODES_FILE,
     SUMMARY_FILE,
     final_records,
-    read_records,
+    iter_records,
     write_json_atomic,
 )
 from eqa_runner.scoring.aggregate import intervals_note
@@ -185,6 +185,16 @@ class SummaryInputs:
     prompts: dict[str, dict[str, object]]
 
 
+def _without_steps(rec: EpisodeRecord) -> EpisodeRecord:
+    """``rec`` without ``trace.steps``, the per-step log (most of a record's size; no aggregate
+    reads it, judges score steps from the prediction), so a summary of a long run holds only
+    the small part of each record."""
+    trace = rec.get("trace")
+    if not isinstance(trace, dict) or "steps" not in trace:
+        return rec
+    return cast(EpisodeRecord, {**rec, "trace": {k: v for k, v in trace.items() if k != "steps"}})
+
+
 def write_summary(
     inputs: SummaryInputs,
     *,
@@ -194,7 +204,7 @@ def write_summary(
 ) -> dict[str, Any]:
     """Aggregate the final record of each selected episode into ``summary.json``."""
     cfg, judge, out_dir, ids = inputs.cfg, inputs.judge, inputs.out_dir, inputs.episode_ids
-    final = final_records(read_records(out_dir / jsonl_name))
+    final = final_records(_without_steps(r) for r in iter_records(out_dir / jsonl_name))
     recs = [final[i] for i in ids if i in final]
     method = str(cfg.run.get("interval", "cluster"))
     agg = judge.aggregate(

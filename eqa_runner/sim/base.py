@@ -87,6 +87,22 @@ class Simulator(ABC):
         self.agent_max_climb = float(agent_max_climb)
         self.seed = int(seed)
 
+    def _init_nav(
+        self, agent_max_slope: float, cell_size: float, cell_height: float, region_min_size: float
+    ) -> None:
+        """The navmesh settings shared by every backend (:class:`NavSettings`)."""
+        from eqa_runner.sim.recast import NavSettings
+
+        self.nav = NavSettings(
+            agent_radius=self.agent_radius,
+            agent_height=self.agent_height,
+            agent_max_climb=self.agent_max_climb,
+            agent_max_slope=float(agent_max_slope),
+            cell_size=float(cell_size),
+            cell_height=float(cell_height),
+            region_min_size=float(region_min_size),
+        )
+
     @abstractmethod
     def load_scene(self, scene: SceneSpec, *, start_position=None) -> None:
         """Load ``scene`` (no-op when already loaded); ``start_position`` picks the floor."""
@@ -123,9 +139,22 @@ class Simulator(ABC):
     def is_navigable(self, p) -> bool:
         """Whether ``p`` lies on the navigable surface."""
 
-    def navigable_area(self) -> float:
-        """Area (m^2) of the navigable surface on the agent's floor (diagnostics, parity)."""
+    def navigable_area(self, floor_y: float | None = None, band: float | None = None) -> float:
+        """Area (m^2) of the navigable surface within ``band`` of ``floor_y`` (default: the
+        agent's floor; diagnostics, parity)."""
         raise NotImplementedError(f"{type(self).__name__} does not report its navigable area")
+
+    def check_start(self, p) -> None:
+        """:class:`SceneError` unless ``p`` stands on an island (it snaps within one cell
+        across and climb + 5 cm up or down)."""
+        from eqa_runner.errors import SceneError
+        from eqa_runner.sim.recast import start_off_island
+
+        p = as_vec3(p)
+        q = np.asarray(self.snap_point(p), dtype=float)
+        ok = np.all(np.isfinite(q)) and float(np.hypot(*(q - p)[[0, 2]])) <= 0.1
+        if not (ok and abs(q[1] - p[1]) <= self.agent_max_climb + 0.05):
+            raise SceneError(start_off_island(getattr(self, "scene", None), p, q))
 
     def navigable_map(self, floor_y: float, cell_m: float = 0.1) -> NavigableMap:
         """The navigable cells of the floor at ``floor_y`` inside the navmesh bounds, sampled

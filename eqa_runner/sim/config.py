@@ -27,12 +27,18 @@ class SimConfig:
     hfov_deg: float = bounded(90.0, gt=0, lt=180)
     sensor_height_m: float = bounded(1.5, gt=0)  # camera above the agent base
     tilt_deg: float = bounded(0.0, ge=-90, le=90)  # camera pitch, negative looks down
-    # camera ahead of the agent base along its heading, metres (HM-EQA: 0.75, where
+    # camera ahead of the agent base along its heading, metres (explore-eqa: 0.75, where
     # explore-eqa's pitched body carries the sensor)
     sensor_forward_m: float = bounded(0.0, ge=-5, le=5)
     agent_radius: float = bounded(0.1, gt=0)
     agent_height: float = bounded(1.5, gt=0)
     agent_max_climb: float = bounded(0.2, ge=0)
+    # navigable area, Recast's settings as habitat-sim's NavMeshSettings names them (both
+    # backends; habitat-sim's defaults except the 5 cm voxel height, so floors are not lifted)
+    agent_max_slope: float = bounded(45.0, ge=0, lt=90)  # degrees
+    cell_size: float = bounded(0.05, gt=0)  # m, navmesh voxel / navigable grid cell
+    cell_height: float = bounded(0.05, gt=0)  # m, navmesh voxel height
+    region_min_size: float = bounded(20.0, ge=0)  # cells; smaller islands (its square) dropped
     seed: int = 0
     # simulators per process, each on its own thread with its own scene lease (SimSession);
     # not a constructor argument: run/build.py builds this many (a SimulatorPool)
@@ -43,7 +49,6 @@ class SimConfig:
 class MeshSimConfig(SimConfig):
     """open3d raycasting backend (``sim=mesh``)."""
 
-    cell_size: float = bounded(0.05, gt=0)  # navigable grid resolution (m)
     snap_max_dist: float = bounded(2.0, gt=0)  # snap_point gives NaN beyond this (m)
     # auto: .glb/.gltf z up (HM3D, as habitat-sim reads them), other formats y up; "z" for
     # z-up meshes (ScanNet); everything is converted to habitat's y-up frame

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from eqa_runner.errors import ConfigError
+from eqa_runner.errors import ConfigError, SceneError
 from eqa_runner.sim import geometry as geo
 from eqa_runner.sim.base import (
     NAN3,
@@ -42,8 +42,6 @@ from eqa_runner.sim.config import SCENE_LIGHTING, HabitatSimConfig
 
 INSTALL_HINT = "conda install habitat-sim=0.3 withbullet headless -c conda-forge -c aihabitat"
 HABITAT_SUFFIXES = (".basis.glb", ".glb", ".ply")
-
-BAKE_CELL_HEIGHT = 0.05  # m, voxel height of navmeshes baked at load (habitat's default: 0.2)
 
 
 def import_habitat_sim():
@@ -72,6 +70,10 @@ class HabitatSimulator(Simulator):
         agent_radius: float = HabitatSimConfig.agent_radius,
         agent_height: float = HabitatSimConfig.agent_height,
         agent_max_climb: float = HabitatSimConfig.agent_max_climb,
+        agent_max_slope: float = HabitatSimConfig.agent_max_slope,
+        cell_size: float = HabitatSimConfig.cell_size,
+        cell_height: float = HabitatSimConfig.cell_height,
+        region_min_size: float = HabitatSimConfig.region_min_size,
         seed: int = HabitatSimConfig.seed,
         gpu_device_id: int = HabitatSimConfig.gpu_device_id,
         scene_dataset_config: str | None = HabitatSimConfig.scene_dataset_config,
@@ -87,6 +89,8 @@ class HabitatSimulator(Simulator):
         self.scene_lighting = scene_lighting
         self._init_body(width, height, hfov_deg, sensor_height_m, tilt_deg, agent_radius,
                         agent_height, agent_max_climb, seed, sensor_forward_m)  # fmt: skip
+        self._init_nav(agent_max_slope, cell_size, cell_height, region_min_size)
+        self._islands: Any = None  # NavmeshIslands of the loaded navmesh, built on first use
         self.gpu_device_id = int(gpu_device_id)
         self.scene_dataset_config = scene_dataset_config
         self.enable_physics = bool(enable_physics)
@@ -201,8 +205,15 @@ class HabitatSimulator(Simulator):
         if scene.navmesh_path is None and not self._sim.recompute_navmesh(
             pf, self.navmesh_settings()
         ):
-            raise RuntimeError(f"no navmesh for scene {scene.scene_id} and baking one failed")
+            raise SceneError(
+                f"scene {scene.scene_id}: no navigable area (habitat-sim baked no navmesh: "
+                "no upward-facing floor, flipped normals, or a wrong scale or up axis)"
+            )
+        soup = getattr(pf, "build_navmesh_vertices", None)
+        if soup is not None and len(soup()) == 0:
+            raise SceneError(f"scene {scene.scene_id}: no navigable area (empty navmesh)")
         pf.seed(self.seed)
+        self._islands = None
         self.scene = scene
 
     def navmesh_settings(self):
@@ -210,12 +221,16 @@ class HabitatSimulator(Simulator):
         hs = self._hsim()
         settings = hs.NavMeshSettings()
         settings.set_defaults()
-        settings.agent_radius = self.agent_radius
-        settings.agent_height = self.agent_height
-        settings.agent_max_climb = self.agent_max_climb
+        n = self.nav  # the settings the mesh backend's spans use too
+        settings.agent_radius = n.agent_radius
+        settings.agent_height = n.agent_height
+        settings.agent_max_climb = n.agent_max_climb
+        settings.agent_max_slope = n.agent_max_slope
+        settings.cell_size = n.cell_size
         # finer than habitat's 0.2 m voxel height, so the navmesh lies on the floor (within a
         # few cm) instead of up to 0.2 m above it, and the camera is sensor_height_m above it
-        settings.cell_height = BAKE_CELL_HEIGHT
+        settings.cell_height = n.cell_height
+        settings.region_min_size = n.region_min_size
         if hasattr(settings, "include_static_objects"):  # 0.3.x; 0.2.x: recompute argument
             settings.include_static_objects = False
         return settings
@@ -276,8 +291,27 @@ class HabitatSimulator(Simulator):
         return self._sim.pathfinder
 
     def snap_point(self, p) -> np.ndarray:
+        """Nearest navmesh point on the agent's island (habitat-sim 0.2.x snaps onto any
+        island: its answer is kept when it is on the agent's, else the nearest point of the
+        agent's island triangles in the same search box); NaN when there is none."""
         p = as_vec3(p)
-        return self._call(lambda: np.asarray(self._pf().snap_point(p), dtype=np.float64))
+        return self._call(self._snap_on_island, p)
+
+    def _snap_on_island(self, p: np.ndarray) -> np.ndarray:
+        from eqa_runner.sim.navmesh_islands import NavmeshIslands
+
+        pf = self._pf()
+        q = np.asarray(pf.snap_point(p), dtype=np.float64)
+        if not hasattr(pf, "build_navmesh_vertices"):  # a pathfinder without the triangles
+            return q
+        if self._islands is None:
+            soup = np.asarray(pf.build_navmesh_vertices(), dtype=np.float64)
+            self._islands = NavmeshIslands(soup, self.agent_max_climb)
+        st = self._agent.get_state()
+        home = self._islands.island_of(np.asarray(st.position, dtype=np.float64), tol=0.3)
+        if home is None or (np.all(np.isfinite(q)) and self._islands.island_of(q, 0.05) == home):
+            return q
+        return self._islands.snap(p, home)
 
     def random_navigable_point_near(self, p, radius: float, rng: np.random.Generator):
         p = as_vec3(p)
@@ -333,15 +367,17 @@ class HabitatSimulator(Simulator):
 
         return self._call(run)
 
-    def navigable_area(self, floor_y: float | None = None) -> float:
-        """Area (m^2) of the navmesh triangles within ``agent_max_climb`` of ``floor_y``
-        (default: the agent's floor), i.e. without furniture tops or other levels."""
+    def navigable_area(self, floor_y: float | None = None, band: float | None = None) -> float:
+        """Area (m^2) of the navmesh triangles within ``band`` (default ``agent_max_climb`` +
+        5 cm) of ``floor_y`` (default: the agent's floor), i.e. without furniture tops or
+        other levels."""
         if floor_y is None:
             floor_y = float(self.agent_pose()[0][1])
+        lim = self.agent_max_climb + 0.05 if band is None else float(band)
 
         def run():
             v = np.asarray(self._pf().build_navmesh_vertices(), dtype=np.float64).reshape(-1, 3, 3)
-            on = np.all(np.abs(v[:, :, 1] - floor_y) <= self.agent_max_climb + 0.05, axis=1)
+            on = np.all(np.abs(v[:, :, 1] - floor_y) <= lim, axis=1)
             t = v[on]
             return float(0.5 * np.linalg.norm(np.cross(t[:, 1] - t[:, 0], t[:, 2] - t[:, 0]),
                                               axis=1).sum())  # fmt: skip

@@ -57,8 +57,11 @@ class SimulatorPool(Simulator):
     def is_navigable(self, p: Any) -> bool:
         return self.instances[0].is_navigable(p)
 
-    def navigable_area(self) -> float:
-        return self.instances[0].navigable_area()
+    def navigable_area(self, floor_y: float | None = None, band: float | None = None) -> float:
+        return self.instances[0].navigable_area(floor_y, band)
+
+    def check_start(self, p: Any) -> None:
+        self.instances[0].check_start(p)
 
     def navigable_map(self, floor_y: float, cell_m: float = 0.1) -> NavigableMap:
         return self.instances[0].navigable_map(floor_y, cell_m)

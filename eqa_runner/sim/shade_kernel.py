@@ -62,3 +62,35 @@ def shade_hits(
                     col = top
                 rgb[i, j] = np.uint8(np.int64(col))
         depth[i] = np.float32(0.0) if p == n_faces else t_hit[i]
+
+
+def shade_reference(sim, out, t, n_f, n_cam, x, y, head_k):
+    """The mesh backend's shading in numpy (``sim``: a MeshSimulator): the test oracle of
+    :func:`shade_hits`."""
+    s = sim.sensor
+    # misses (INVALID_ID) -> the black sentinel face; intp once instead of in every take
+    pid = np.minimum(out["primitive_ids"], n_f).astype(np.intp)
+    shade = np.take(n_cam[0], pid)
+    shade *= x
+    tmp = np.take(n_cam[1], pid)
+    tmp *= y
+    shade += tmp
+    shade -= np.take(n_cam[2], pid)
+    np.abs(shade, out=shade)
+    shade *= head_k
+    shade += np.take(sim._k_static, pid)
+    if sim.interpolate_colors and not sim._flat_colors:
+        uv = out["primitive_uvs"]
+        tri = np.take(sim._tri_s, pid, axis=0)
+        u, v = uv[:, 0:1], uv[:, 1:2]
+        col = np.take(sim._vcol_s, tri[:, 1], axis=0) * u
+        col += np.take(sim._vcol_s, tri[:, 2], axis=0) * v
+        col += np.take(sim._vcol_s, tri[:, 0], axis=0) * (1.0 - u - v)
+    else:
+        col = np.take(sim._fcol_s, pid, axis=0)
+    col *= shade[:, None]
+    if sim._clip_rgb:  # colours in [0, 1] keep col * shade <= 255
+        np.minimum(col, 255.0, out=col)
+    rgb = col.astype(np.uint8)
+    np.copyto(t, np.float32(0.0), where=pid == n_f)
+    return rgb.reshape(s.height, s.width, 3), t.reshape(s.height, s.width)

@@ -37,6 +37,7 @@ class Parity:
     chroma_off_frac: float
     scene_area_a: float = 0.0
     scene_area_b: float = 0.0
+    snap_xz_max_m: float = 0.0  # the horizontal part of the snap difference
 
     @property
     def area_rel(self) -> float:
@@ -47,6 +48,7 @@ class Parity:
             f"| {self.scene} | {self.area_a:.1f} / {self.area_b:.1f} ({100 * self.area_rel:.1f}%) "
             f"| {self.pairs}: {100 * self.geo_median_rel:.2f}% (p90 {100 * self.geo_p90_rel:.2f}%)"
             f", {self.reach_mismatch} | {self.snaps}: max {100 * self.snap_max_m:.1f} cm "
+            f"(x-z {100 * self.snap_xz_max_m:.1f} cm) "
             f"| {self.poses}: {1000 * self.depth_median_abs_m:.1f} mm, "
             f"{100 * self.depth_only_one_frac:.2f}% | {self.chroma_median:.4f}, "
             f"{100 * self.chroma_off_frac:.2f}% "
@@ -58,13 +60,12 @@ class Parity:
 
 
 def main_floor_points(mesh_sim, n: int, rng: np.random.Generator) -> np.ndarray:
-    """``n`` navigable points of the mesh backend's largest connected floor region."""
-    g = mesh_sim.navgrid
-    lab = g.labels[g._nav_ij[:, 0], g._nav_ij[:, 1]]
-    main = np.bincount(lab[lab > 0]).argmax()
-    xz = g._nav_xz[lab == main]
-    pick = xz[rng.choice(len(xz), size=n, replace=False)]
-    return np.stack([pick[:, 0], np.full(n, g.floor_y), pick[:, 1]], axis=1)
+    """``n`` navigable points of the mesh backend's largest island (every storey of it)."""
+    nav = mesh_sim.layered
+    main = np.bincount(nav.island).argmax()
+    sel = np.nonzero(nav.island == main)[0]
+    pick = sel[rng.choice(len(sel), size=n, replace=False)]
+    return np.stack([nav.xz[pick, 0], nav.y[pick], nav.xz[pick, 1]], axis=1)
 
 
 def chroma(rgb: np.ndarray) -> np.ndarray:
@@ -73,13 +74,22 @@ def chroma(rgb: np.ndarray) -> np.ndarray:
 
 
 def measure(
-    scene: str, a, b, *, seed: int = 0, pairs: int = 60, snaps: int = 40, poses: int = 24
+    scene: str,
+    a,
+    b,
+    *,
+    seed: int = 0,
+    pairs: int = 60,
+    snaps: int = 40,
+    poses: int = 24,
+    band: float | None = None,
 ) -> Parity:
-    """``a`` is the mesh backend (its floor grid picks the points), ``b`` the other one; both
-    with the same scene loaded and the same sensor."""
+    """``a`` is the mesh backend (its largest island picks the points), ``b`` the other one;
+    both with the same scene loaded, the same sensor and the agent on that island. Areas count
+    the navigable surface within ``band`` of the agent's floor (default: climb + 5 cm)."""
     rng = np.random.default_rng(seed)
-    floor_y = a.navgrid.floor_y
-    area_a, area_b = a.navigable_area(), b.navigable_area(floor_y)
+    floor_y = a.floor_height
+    area_a, area_b = a.navigable_area(floor_y, band), b.navigable_area(floor_y, band)
 
     pts = main_floor_points(a, 2 * pairs, rng)
     rel, mismatch = [], 0
@@ -92,13 +102,15 @@ def measure(
 
     base = main_floor_points(a, snaps, rng)
     off = base + np.column_stack([np.zeros(snaps), rng.uniform(0.2, 0.5, snaps), np.zeros(snaps)])
-    snap_d = []
+    snap_d, snap_xz = [], []
     for p in off:
         sa, sb = a.snap_point(p), b.snap_point(p)
         if np.all(np.isfinite(sa)) and np.all(np.isfinite(sb)):
             snap_d.append(float(np.linalg.norm(sa - sb)))
+            snap_xz.append(float(np.hypot(*(sa - sb)[[0, 2]])))
         else:
             snap_d.append(math.inf)
+            snap_xz.append(math.inf)
 
     dabs, only, total, cdiff = [], 0, 0, []
     for p in main_floor_points(a, poses, rng):
@@ -131,4 +143,5 @@ def measure(
         chroma_off_frac=float((c_all > 0.05).mean()),
         scene_area_a=a.scene_area(),
         scene_area_b=b.scene_area(),
+        snap_xz_max_m=float(np.max(snap_xz)),
     )

@@ -61,6 +61,11 @@ def express(tmp_path_factory) -> Path:
 def test_express_demo_schema(express):
     recs = json.loads(express.read_text())
     assert len(recs) == 12
+    house = json.loads((express.parent / "express-bench-house.json").read_text())
+    assert len(house) == 4 and all("DemoHouse2F" in r["scene_id"] for r in house)
+    for r in house[:3]:  # start upstairs, goal on the ground floor
+        assert r["start_position"][1] > 2.9 and r["goal_position"][1] < 0.1
+    recs = recs + house
     keys = {
         "episode_id",
         "trajectory_id",
@@ -137,7 +142,8 @@ def test_openeqa_demo(tmp_path):
     depth = np.asarray(Image.open(ep / "00000-depth.png"))
     assert rgb.shape == (360, 640, 3) and depth.dtype == np.uint16 and depth.max() > 500
     pose = np.loadtxt(ep / "00000.txt")
-    assert pose.shape == (4, 4) and abs(pose[1, 3] - 1.5) < 1e-3
+    # 1.5 m above the navigable surface, which lies one 5 cm voxel above the floor (Recast)
+    assert pose.shape == (4, 4) and abs(pose[1, 3] - 1.55) < 1e-3
     # answers agree with the scene description
     desc = json.loads(next(ep.glob("*.scene.json")).read_text())
     for r in recs:

@@ -34,8 +34,8 @@ from eqa_runner.policies.exploration import AnswerStep, Exploration
 from eqa_runner.policies.frame_memory import FrameMemory
 from eqa_runner.policies.protocol import (
     OFFLINE_STOP_AFTER,
-    ExplorePolicy,
     ExploreProtocol,
+    LoopSettings,
     is_yes,
 )
 from eqa_runner.prompts import Prompt, load_prompt, shipped_dir, split_prompt
@@ -109,7 +109,7 @@ class AEQAProtocol(ExploreProtocol):
         return mem
 
     # -------------------------------------------------------------- the loop's hooks
-    def budget(self, policy: ExplorePolicy, scene_area: float) -> int:
+    def budget(self, policy: LoopSettings, scene_area: float) -> int:
         """``num_steps``, capped by ``policy.max_steps`` when that is set."""
         return min(self.num_steps, int(policy.max_steps)) if policy.max_steps else self.num_steps
 
@@ -129,7 +129,7 @@ class AEQAProtocol(ExploreProtocol):
         return _messages(sys_text, [user_text, *img, f"Question: {ep.question}\nAnswer:"])
 
     async def check_step(
-        self, policy: ExplorePolicy, x: Exploration, rec: dict[str, Any], ctx: EpisodeContext
+        self, policy: LoopSettings, x: Exploration, rec: dict[str, Any], ctx: EpisodeContext
     ) -> bool:
         """Ask the stop model whether the current frame suffices to answer."""
         if not self.stop_check:
@@ -149,7 +149,7 @@ class AEQAProtocol(ExploreProtocol):
         return is_yes(c.text, policy.stop_match)
 
     async def answer(
-        self, policy: ExplorePolicy, episode: Episode, ctx: EpisodeContext, x: Exploration
+        self, policy: LoopSettings, episode: Episode, ctx: EpisodeContext, x: Exploration
     ) -> AnswerStep:
         """A free-form answer from the memory's K frames (the question alone if it is empty)."""
         t1 = time.perf_counter()
@@ -195,7 +195,7 @@ class AEQAProtocol(ExploreProtocol):
 
     # -------------------------------------------------------------- dry run / prompts
     def estimate_requests(
-        self, policy: ExplorePolicy, episode: Episode, prompts_dir: str | None, steps: int
+        self, policy: LoopSettings, episode: Episode, prompts_dir: str | None, steps: int
     ) -> list[RequestEstimate]:
         """Worst case: a stop check at every step of the budget, then the answer with K frames."""
         size = resized_size(*policy.image_size, self.image_size)

@@ -26,6 +26,7 @@ from eqa_runner.sim.base import SceneSpec
 from eqa_runner.sim.mesh import MeshSimulator
 
 EXPRESS_FILE = "express-bench.json"
+EXPRESS_HOUSE_FILE = "express-bench-house.json"  # the two-storey house's episodes
 EXPRESS_TYPES = ["object", "existence", "attribute", "location", "state", "knowledge", "counting"]
 KNOWLEDGE = {  # EXPRESS "knowledge": everyday knowledge that points to an object
     "fridge": "Where can I keep my drinks cold?",
@@ -140,6 +141,9 @@ def write_express_demo(
     path = out_dir / EXPRESS_FILE
     out_dir.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(records, indent=1))
+    # the two-storey house: its own questions file (task.questions_file=express-bench-house.json)
+    house = _house_records(out_dir, 0, n_scenes)
+    (out_dir / EXPRESS_HOUSE_FILE).write_text(json.dumps(house, indent=1))
     return path
 
 
@@ -196,6 +200,41 @@ def _scene_questions(
         )
         made += 1
     sim.close()
+
+
+def _house_records(out_dir: Path, first: int, k: int) -> list[dict[str, Any]]:
+    """The two-storey house's episodes: three start upstairs with the goal downstairs, one the
+    other way round (goal viewpoints facing the object asked about)."""
+    from eqa_runner.demo.house import HOUSE_NAME, generate_house, house_episodes
+
+    apt = generate_house()
+    dirname = f"{800 + k:05d}-{HOUSE_NAME}"
+    glb, _ = apt.write(out_dir / "scenes" / "val" / dirname, HOUSE_NAME, ply=True)
+    sim = MeshSimulator(cell_size=0.05)
+    sim.load_scene(SceneSpec(f"hm3d/val/{dirname}", glb))
+    out = []
+    for j, e in enumerate(house_episodes(sim, apt)):
+        idx = first + j
+        out.append(
+            {
+                "episode_id": f"house-{idx}",
+                "trajectory_id": f"{dirname}-{j:02d}",
+                "scene_id": f"hm3d/val/{dirname}",
+                "episode_path": f"episode/{idx:04d}-{dirname}",
+                "type": "attribute",
+                "question": e["question"],
+                "answer": e["answer"],
+                "start_position": np.round(e["start"], 4).tolist(),
+                "start_rotation": np.round(geo.yaw_to_quat(-math.pi / 2), 6).tolist(),  # east
+                "goal_position": np.round(e["goal"], 4).tolist(),
+                "goal_rotation": np.round(geo.yaw_to_quat(e["goal_yaw"]), 6).tolist(),
+                "geodesic_distance": round(e["geodesic"], 4),
+                "step_length": 0.25,
+                "actions": [],
+            }
+        )
+    sim.close()
+    return out
 
 
 # ----------------------------------------------------------------------------- OpenEQA

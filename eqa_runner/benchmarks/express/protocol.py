@@ -13,8 +13,8 @@ from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.policies.exploration import AnswerStep, Exploration
 from eqa_runner.policies.protocol import (
     OFFLINE_STOP_AFTER,
-    ExplorePolicy,
     ExploreProtocol,
+    LoopSettings,
     is_yes,
     save_judge_image,
 )
@@ -57,7 +57,7 @@ class ExpressProtocol(ExploreProtocol):
         return express_messages(name, prompts_dir, f"Q: {ep.question}\nA:", *img)
 
     async def check_step(
-        self, policy: ExplorePolicy, x: Exploration, rec: dict[str, Any], ctx: EpisodeContext
+        self, policy: LoopSettings, x: Exploration, rec: dict[str, Any], ctx: EpisodeContext
     ) -> bool:
         """Ask the stop model whether the current view suffices to answer."""
         t1 = time.perf_counter()
@@ -71,7 +71,7 @@ class ExpressProtocol(ExploreProtocol):
         return is_yes(c.text, policy.stop_match)
 
     async def answer(
-        self, policy: ExplorePolicy, episode: Episode, ctx: EpisodeContext, x: Exploration
+        self, policy: LoopSettings, episode: Episode, ctx: EpisodeContext, x: Exploration
     ) -> AnswerStep:
         """From the decision frame after an early stop, blind after an exhausted budget; the
         judge sees the last frame (saved under ``judge_images/``)."""
@@ -91,7 +91,7 @@ class ExpressProtocol(ExploreProtocol):
         )
 
     def estimate_requests(
-        self, policy: ExplorePolicy, episode: Episode, prompts_dir: str | None, steps: int
+        self, policy: LoopSettings, episode: Episode, prompts_dir: str | None, steps: int
     ) -> list[RequestEstimate]:
         size = [policy.image_size]
         stop = RequestEstimate("policy", self.stop_messages(episode, prompts_dir), size)

@@ -30,6 +30,7 @@ from eqa_runner.sim.base import SceneSpec
 from eqa_runner.sim.mesh import MeshSimulator
 
 QUESTIONS_FILE, POSES_FILE = "questions.csv", "scene_init_poses.csv"
+HOUSE_QUESTIONS_FILE = "questions-house.csv"  # the two-storey house's questions
 PADDING = "(Do not choose this option)"
 LABELS = ("location", "existence", "state", "identification", "count")
 LETTERS = "ABCD"
@@ -121,6 +122,37 @@ def _start(sim: MeshSimulator, rng: np.random.Generator) -> tuple[list[float], f
     )
 
 
+def _house(out_dir: Path, k: int, rng: np.random.Generator):
+    """The two-storey house on its upper floor ("floor" 1): questions about the ground floor
+    (the agent starts upstairs); (rows, start pose row)."""
+    from eqa_runner.demo.house import HOUSE_NAME, generate_house, house_episodes
+
+    apt = generate_house()
+    scene = f"{k + 1:05d}-{HOUSE_NAME}"
+    glb, _ = apt.write(out_dir / "scenes" / scene, HOUSE_NAME, ply=True)
+    sim = MeshSimulator(cell_size=0.05)
+    sim.load_scene(SceneSpec(scene, glb))
+    eps = [e for e in house_episodes(sim, apt) if e["upstairs_start"]]
+    sim.close()
+    rows = []
+    for e in eps:
+        opts = _pad([e["answer"], *_others(list(COLORS), e["answer"], 3, rng)], rng)
+        formatted = " ".join(f"{L}) {o}" for L, o in zip(LETTERS, opts, strict=True))
+        rows.append(
+            {
+                "scene": scene,
+                "floor": "1",
+                "question": e["question"],
+                "choices": repr(opts),
+                "question_formatted": f"{e['question']} {formatted}. Answer:",
+                "answer": LETTERS[opts.index(e["answer"])],
+                "label": "identification",
+            }
+        )
+    p = [round(float(v), 6) for v in eps[0]["start"]]
+    return rows, [f"{scene}_1", *p, round(math.pi / 2, 6)]
+
+
 def write_hmeqa_demo(
     out_dir: Path, seed: int = 0, n_scenes: int = 2, questions_per_scene: int = 5
 ) -> Path:
@@ -161,12 +193,16 @@ def write_hmeqa_demo(
                 }
             )
             made += 1
+    house_rows, house_pose = _house(out_dir, n_scenes, rng)
+    poses.append(house_pose)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / QUESTIONS_FILE
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    # the two-storey house: its own questions file (task.questions_file=questions-house.csv)
+    for p, part in ((path, rows), (out_dir / HOUSE_QUESTIONS_FILE, house_rows)):
+        with p.open("w", newline="", encoding="utf-8") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(part)
     with (out_dir / POSES_FILE).open("w", newline="", encoding="utf-8") as fh:
         w2 = csv.writer(fh)
         w2.writerow(["scene_floor", "init_x", "init_y", "init_z", "init_angle"])

@@ -36,7 +36,7 @@ from eqa_runner.llm.choice import option_letters, pick
 from eqa_runner.llm.replies import tidy_reply
 from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.policies.exploration import AnswerStep, Exploration
-from eqa_runner.policies.protocol import ExplorePolicy, ExploreProtocol
+from eqa_runner.policies.protocol import ExploreProtocol, LoopSettings
 from eqa_runner.prompts import load_prompt, shipped_dir
 from eqa_runner.types import Episode
 
@@ -147,7 +147,7 @@ class HMEQAProtocol(ExploreProtocol):
 
     # ---------------------------------------------------------------- one step
     async def check_step(
-        self, policy: ExplorePolicy, x: Exploration, rec: dict[str, Any], ctx: EpisodeContext
+        self, policy: LoopSettings, x: Exploration, rec: dict[str, Any], ctx: EpisodeContext
     ) -> bool:
         """Ask both questions on the current frame; True (stop) only with ``stop_confidence``
         set and reached."""
@@ -193,7 +193,7 @@ class HMEQAProtocol(ExploreProtocol):
 
     # ---------------------------------------------------------------- the answer
     async def answer(
-        self, policy: ExplorePolicy, episode: Episode, ctx: EpisodeContext, x: Exploration
+        self, policy: LoopSettings, episode: Episode, ctx: EpisodeContext, x: Exploration
     ) -> AnswerStep:
         """The selected rule over the recorded steps (no model call; black steps as
         ``black_steps`` says); None when no step has an answer (counted, never scored as a
@@ -238,7 +238,7 @@ class HMEQAProtocol(ExploreProtocol):
 
     # ---------------------------------------------------------------- dry run / prompts
     def estimate_requests(
-        self, policy: ExplorePolicy, episode: Episode, prompts_dir: str | None, steps: int
+        self, policy: LoopSettings, episode: Episode, prompts_dir: str | None, steps: int
     ) -> list[RequestEstimate]:
         """Two requests per step (answer, confidence), each with one frame; no answer call."""
         size = [policy.image_size]

@@ -12,7 +12,12 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eqa_runner.data.checks import CheckReport, fetch_raw_files, frame_status
+from eqa_runner.data.checks import (
+    CheckReport,
+    fetch_raw_files,
+    frame_header_status,
+    frame_status,
+)
 from eqa_runner.data.sources import (
     DEFAULT_PATTERN,
     FetchError,
@@ -30,8 +35,11 @@ OPENEQA_PROMPTS_PATH = "prompts/{name}.txt"
 OPENEQA_HF_REPO = "AIGeeksGroup/OpenEQA"
 
 
-def check_episode_frames(episode_dir: Path) -> tuple[list[Path], list[str], Counter]:
-    """(frames, broken reasons, size counter) of an OpenEQA episode folder (all frames decoded)."""
+def check_episode_frames(
+    episode_dir: Path, decode: bool = True
+) -> tuple[list[Path], list[str], Counter]:
+    """(frames, broken reasons, size counter) of an OpenEQA episode folder (all frames decoded,
+    or with ``decode=False`` their headers read)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from eqa_runner.benchmarks.openeqa_em.task import list_frames
@@ -40,7 +48,7 @@ def check_episode_frames(episode_dir: Path) -> tuple[list[Path], list[str], Coun
     broken: list[str] = []
     sizes: Counter = Counter()
     with ThreadPoolExecutor(max_workers=4) as pool:  # PIL decodes with the GIL released
-        results = list(pool.map(frame_status, frames))
+        results = list(pool.map(frame_status if decode else frame_header_status, frames))
     for f, res in zip(frames, results, strict=True):
         if isinstance(res, str):
             broken.append(f"{f}: {res}")
@@ -54,8 +62,10 @@ def check_openeqa(
     questions_file: Path | None = None,
     episodes_dir: Path | None = None,
     subset: str | None = None,
+    decode: bool = True,
 ) -> CheckReport:
-    """Every question's episode folder has RGB frames with readable headers."""
+    """Every question's episode folder has RGB frames that decode (``decode=False``: with
+    readable headers)."""
     from eqa_runner.benchmarks.openeqa_em.task import QUESTIONS_FILE, load_questions
 
     data_dir = Path(data_dir)
@@ -77,7 +87,7 @@ def check_openeqa(
         st["expected"] += 1
         st["questions"] += len(by_hist[hist])
         d = episodes_dir / hist
-        frames, broken, sizes = check_episode_frames(d)
+        frames, broken, sizes = check_episode_frames(d, decode)
         if not frames:
             why = "folder missing" if not d.exists() else "no RGB frames"
             rep.missing.append(f"{d} ({why}; {len(by_hist[hist])} questions)")
@@ -237,6 +247,9 @@ def add_check_args(c: argparse.ArgumentParser) -> None:
     c.add_argument("--questions-file", type=Path, default=None)
     c.add_argument("--episodes-dir", type=Path, default=None, help="default <data-dir>/episodes")
     c.add_argument("--subset", choices=SUBSETS, default=None)
+    c.add_argument(
+        "--no-decode", action="store_true", help="read frame headers only (fast; not the pixels)"
+    )
 
 
 def check(args: argparse.Namespace) -> int:
@@ -244,7 +257,11 @@ def check(args: argparse.Namespace) -> int:
 
     try:
         rep = check_openeqa(
-            Path(args.data_dir), args.questions_file, args.episodes_dir, args.subset
+            Path(args.data_dir),
+            args.questions_file,
+            args.episodes_dir,
+            args.subset,
+            decode=not args.no_decode,
         )
     except DataError as e:
         print(f"FAILED: {e}")

@@ -27,7 +27,7 @@ from eqa_runner.llm import OFFLINE_TAG, ImagePart, Message, RequestEstimate, use
 from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.policies.exploration import AnswerStep, Exploration
 from eqa_runner.policies.frame_memory import FrameMemory
-from eqa_runner.policies.protocol import ExplorePolicy, ExploreProtocol, is_yes
+from eqa_runner.policies.protocol import ExploreProtocol, LoopSettings, is_yes
 from eqa_runner.prompts import load_prompt, shipped_dir
 from eqa_runner.sim.base import Observation
 from eqa_runner.types import Episode
@@ -92,7 +92,7 @@ class MP3DEQAProtocol(ExploreProtocol):
         self.memory(x).add(x.state.step, obs.rgb)
 
     async def check_step(
-        self, policy: ExplorePolicy, x: Exploration, rec: dict[str, Any], ctx: EpisodeContext
+        self, policy: LoopSettings, x: Exploration, rec: dict[str, Any], ctx: EpisodeContext
     ) -> bool:
         """Stop at upstream's path budget, else when the stop model says the view suffices."""
         if self.max_path_m is not None and x.path_len >= self.max_path_m:
@@ -114,7 +114,7 @@ class MP3DEQAProtocol(ExploreProtocol):
         return is_yes(c.text, policy.stop_match)
 
     async def answer(
-        self, policy: ExplorePolicy, episode: Episode, ctx: EpisodeContext, x: Exploration
+        self, policy: LoopSettings, episode: Episode, ctx: EpisodeContext, x: Exploration
     ) -> AnswerStep:
         """One reply naming a vocabulary entry, from the last frames (the judge maps it)."""
         t1 = time.perf_counter()
@@ -142,7 +142,7 @@ class MP3DEQAProtocol(ExploreProtocol):
 
     # -------------------------------------------------------------- dry run / prompts
     def estimate_requests(
-        self, policy: ExplorePolicy, episode: Episode, prompts_dir: str | None, steps: int
+        self, policy: LoopSettings, episode: Episode, prompts_dir: str | None, steps: int
     ) -> list[RequestEstimate]:
         """A stop check per step (when on), then the answer with K frames."""
         size = (self.image_size, self.image_size)
