@@ -55,6 +55,8 @@ class Benchmark:
     # dotted path of its upstream result format (an eqa_runner.scoring.upstream.UpstreamFormat
     # class): ``report --export <cli_name>`` / ``report --import FILE --format <cli_name>``
     upstream: str | None = None
+    # SHA-256 of the benchmark's original prompt files (stripped UTF-8 text) -> their source
+    original_prompts: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def cli_name(self) -> str:

@@ -79,3 +79,33 @@ def test_mypy_is_clean():
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert "Success: no issues found" in out
+
+
+def _benchmark_words() -> list[str]:
+    """Every registered benchmark's names, spelled as code and prose do (``hm-eqa``, ``A-EQA``)."""
+    import re
+
+    from eqa_runner.registry import benchmarks
+
+    names = {n for b in benchmarks() for n in (b.name, b.cli_name)}
+    return [re.sub(r"eqa", "[-_ ]?eqa", re.escape(n)) for n in sorted(names)]
+
+
+def test_no_module_outside_a_benchmark_package_names_a_benchmark():
+    """A benchmark is one package: shared code says what it does, not whose it is."""
+    import re
+
+    pattern = re.compile(
+        "|".join(rf"(?<![a-z]){w}(?![a-z])" for w in _benchmark_words()), re.IGNORECASE
+    )
+    found = []
+    for path in sorted((ROOT / "eqa_runner").rglob("*.py")) + sorted(
+        (ROOT / "hydra_plugins").rglob("*.py")
+    ):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith("eqa_runner/benchmarks/"):
+            continue
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if pattern.search(line):
+                found.append(f"{rel}:{i}: {line.strip()}")
+    assert found == [], "\n".join(found)

@@ -44,6 +44,11 @@ _FILE_SUFFIXES = {"py", "sh", "yaml", "yml", "md", "log", "json", "jsonl", "txt"
 NOT_KEYS = {
     "run.limt": "docs/config.md shows the error for a misspelt key",
     "llm.temprature": "docs/config.md shows the error for a misspelt key in a user's file",
+    "sim.widht": "docs/reliability.md: a misspelt `+` key is refused",
+    "judge.foo": "docs/reliability.md: an added key no schema has is refused",
+    "policy.foo": "docs/reliability.md: an added key no schema has is refused",
+    "task.foo": "docs/reliability.md: an added key no schema has is refused",
+    "hydra.job.env_set.X": "docs/reliability.md: any name under a free-form map (screened)",
 }
 # examples that need files outside the checkout (a user's config dir)
 NEEDS_USER_FILES = ("--config-dir", "hydra.searchpath")

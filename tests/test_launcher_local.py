@@ -109,3 +109,39 @@ def test_launcher_configs_select_the_plugin() -> None:
         assert target == f"hydra_plugins.eqa_runner_launcher.launcher.{cls}"
         assert target in found
     assert cfg.hydra.launcher.timeout_min == 240  # the project's value over the plugin default
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_sweep_over_policies_the_default_policy_cannot_run(tmp_path: Path, express_demo) -> None:
+    """`-m task=express policy=re,fbe`: the sweep's base config keeps the default (frames-only)
+    policy, which cannot run an exploration task; the fit is checked per job, so both jobs run."""
+    sweep = tmp_path / "sweep"
+    cmd = [
+        sys.executable, "-m", "eqa_runner", "-m", "hydra/launcher=local",
+        f"hydra.sweep.dir={sweep}", "task=express", "policy=re,fbe", "llm=offline",
+        "judge.model=offline", f"task.data_dir={express_demo}", "run.limit=1",
+        "sim.width=64", "sim.height=64", "run.progress=false",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=360)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-3000:]
+    assert "cannot" not in output and "needs a simulator" not in output
+    done = [d for d in sweep.iterdir() if (d / "summary.json").exists()]
+    assert len(done) == 2
+    assert all(len(read_records(d / EPISODES_FILE)) == 1 for d in done)
+
+
+@pytest.mark.timeout(120)
+def test_sweep_over_a_mismatched_fixed_policy_is_refused_at_start(tmp_path: Path) -> None:
+    """Without a swept component, the base config is the jobs' config: a misfit is refused
+    before any job starts, in one line."""
+    cmd = [
+        sys.executable, "-m", "eqa_runner", "-m", "hydra/launcher=local",
+        f"hydra.sweep.dir={tmp_path / 'sweep'}", "task=express", "policy=blind",
+        "run.seed=1,2", "llm=offline", "judge.model=offline",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=100)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: ")
+    assert not (tmp_path / "sweep").exists()

@@ -59,7 +59,7 @@ def _random_token(s: str) -> bool:
     """A long single token mixing upper case, lower case and digits that is not made of words:
     random keys have short character-class runs (about 1.9 characters on average) and few
     word-like runs; ``AblationRunQwen25VL72BInstructSeed1234`` has runs of 3.8 and is 71 %
-    words. Ids joined by ``-`` / ``_`` (``hmeqa_00843_DYehNKdT76V_floor0``) are judged by their
+    words. Ids joined by ``-`` / ``_`` (``scene_00843_DYehNKdT76V_floor0``) are judged by their
     longest part (the corpus in ``tests/reliability/fixtures/identifiers.txt``)."""
     if len(s) < 32 or len(s) > 512 or any(c in s for c in " /\\.:@${}=,"):
         return False

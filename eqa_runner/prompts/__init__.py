@@ -10,35 +10,15 @@ from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).parent
 
-# SHA-256 (of the stripped UTF-8 text) of the benchmarks' original prompt files, as
-# ``python -m eqa_runner.data fetch`` downloads them: a file in ``prompts.dir`` is labelled
-# "benchmark original" only when its content is one of these, else "user-supplied".
-KNOWN_ORIGINALS: dict[str, str] = {
-    "45a46482c17a217d304b10f6849100a258f10b873d7e13373587bd6c680876cd": (
-        "facebookresearch/open-eqa@cfa3fce prompts/blind-llm.txt"
-    ),
-    "7d3687b7270e088defcff5750dc0103264f9d7fe9fb40501cf516dd676e1372b": (
-        "facebookresearch/open-eqa@cfa3fce prompts/gpt4v.txt"
-    ),
-    "52d45f6ab14192af88903d43f2d83f83f1a77b5b6350e9878a8e2fdb640e1cdf": (
-        "facebookresearch/open-eqa@cfa3fce prompts/mmbench.txt"
-    ),
-    "6bd42d3f018277b8cded4b94892032cae1dd828d6a09d64918475b4530c7ce67": (
-        "facebookresearch/open-eqa@cfa3fce prompts/mmbench-extra.txt"
-    ),
-    "072253982cbe4ab75328bd2b906589a5b4c7281200330290dcb0b3a0aae1f29b": (
-        "HCPLab-SYSU/EXPRESS-Bench@e8789da prompt/answer.txt"
-    ),
-    "ef7137bfc7c6a4cf298d5de8a4f8576830187d8cb17869e3cdaaf476d01c2c94": (
-        "HCPLab-SYSU/EXPRESS-Bench@e8789da prompt/evaluation.txt"
-    ),
-    "b73b27a59ae0be797203a661eeebda4100d506fda39306d1ff62b6c3c35d6f6c": (
-        "HCPLab-SYSU/EXPRESS-Bench@e8789da prompt/explore.txt"
-    ),
-    "b25dd719e2371ae69e9078cf46529479d510467823a7f6c9b479e83115f65ef7": (
-        "HCPLab-SYSU/EXPRESS-Bench@e8789da prompt/random_answer.txt"
-    ),
-}
+
+def known_originals() -> dict[str, str]:
+    """SHA-256 (of the stripped UTF-8 text) of the benchmarks' original prompt files, as
+    ``python -m eqa_runner.data fetch`` downloads them, from each registered benchmark's
+    ``original_prompts``: a file in ``prompts.dir`` is labelled "benchmark original" only when
+    its content is one of these, else "user-supplied"."""
+    from eqa_runner.registry import benchmarks
+
+    return {sha: src for b in benchmarks() for sha, src in b.original_prompts.items()}
 
 
 @dataclass(frozen=True)
@@ -66,7 +46,7 @@ class Prompt:
     def source(self) -> str:
         """Where the text comes from: a known original, the project's own, or the user's."""
         if self.original:
-            return KNOWN_ORIGINALS[self.sha256]
+            return known_originals()[self.sha256]
         ours = PACKAGE_DIR.parent in self.path.resolve().parents  # eqa_runner's own files
         return "eqa_runner" if ours else "user-supplied"
 
@@ -75,7 +55,7 @@ def load_prompt(shipped: str | Path, name: str, prompts_dir: str | Path | None =
     """Load ``<name>.txt`` from ``prompts_dir`` if given, else the shipped copy: ``shipped`` is
     the directory holding it (a benchmark package's ``prompts/``) or the name of a directory
     here (``vlm``). It counts as the benchmark's original only when its content hash is in
-    :data:`KNOWN_ORIGINALS`.
+    :func:`known_originals`.
 
     Read once per process (prompt files do not change during a run).
     """
@@ -101,7 +81,7 @@ def _load_prompt(shipped: str, name: str, prompts_dir: str | None) -> Prompt:
         path = where / f"{name}.txt"
     text = path.read_text(encoding="utf-8").strip()
     sha = hashlib.sha256(text.encode()).hexdigest()
-    return Prompt(name, text, path, sha, sha in KNOWN_ORIGINALS)
+    return Prompt(name, text, path, sha, sha in known_originals())
 
 
 def split_prompt(text: str) -> tuple[str, str]:

@@ -32,24 +32,22 @@ from eqa_runner.report.runs import Run, load_runs, runs_differing_keys
 from eqa_runner.report.tables import by_table, display_runs, headline_metrics, runs_table
 
 
-def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="python -m eqa_runner.report",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    ap.add_argument(
-        "dirs",
-        nargs="*",
-        type=str,
-        help="run dirs and/or sweep dirs (with --import: config overrides)",
-    )
+def _formats() -> str:
+    """The upstream formats of the registered benchmarks, as ``--format`` takes them."""
+    from eqa_runner.registry import benchmarks
+
+    return " | ".join(b.cli_name for b in benchmarks() if b.upstream) or "none installed"
+
+
+def _add_upstream_args(ap: argparse.ArgumentParser) -> None:
+    """``--export`` / ``--import``: the formats are the registered benchmarks' upstream ones."""
+    formats = _formats()
     ap.add_argument(
         "--export",
         default=None,
         metavar="FORMAT",
-        help="write the run's results in a benchmark's upstream format "
-        "(openeqa | aeqa | hmeqa | express) into --out (default <run>/export/FORMAT)",
+        help=f"write the run's results in a benchmark's upstream format ({formats}) "
+        "into --out (default <run>/export/FORMAT)",
     )
     ap.add_argument(
         "--import",
@@ -62,6 +60,21 @@ def _parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--format", default=None, help="--import: the file's upstream format")
     ap.add_argument("--out", type=Path, default=None, help="--export / --import: output dir")
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m eqa_runner.report",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument(
+        "dirs",
+        nargs="*",
+        type=str,
+        help="run dirs and/or sweep dirs (with --import: config overrides)",
+    )
+    _add_upstream_args(ap)
     ap.add_argument("--by", choices=["category", "subset", "type", "split"], default=None)
     ap.add_argument("--compare", action="store_true", help="ablation table of differing keys")
     ap.add_argument("--baseline", default=None, help="baseline run: index (0-based) or dir")
@@ -118,7 +131,7 @@ def _upstream(args: argparse.Namespace) -> int:
 
     if args.import_file is not None:
         if not args.format:
-            raise ReportError("--import FILE needs --format (openeqa | aeqa | hmeqa | express)")
+            raise ReportError(f"--import FILE needs --format ({_formats()})")
         overrides = [str(d) for d in args.dirs]
         bad = [o for o in overrides if "=" not in o]
         if bad:

@@ -156,7 +156,9 @@ def load_run(run_dir: Path) -> Run:
     elif (summary.get("counts") or {}).get("missing"):
         notes.append(f"incomplete: {summary['counts']['missing']} episodes without a record")
     comp = run.summary.get("published_comparability") or {}
-    if comp.get("comparable") is False:  # e.g. A-EQA scored without a blind run
+    if (
+        comp.get("comparable") is False
+    ):  # e.g. scored without the baseline run its published protocol needs
         notes.append(str(comp.get("note") or "not comparable with the published rows"))
     return run
 

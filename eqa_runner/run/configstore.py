@@ -87,7 +87,9 @@ class CheckConfig(Callback):
         _exit_on_error(lambda: _claim_run_dir(config))
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        _check_or_exit(config)
+        # The sweep's base config does not hold the swept choices (``policy=re,fbe`` leaves the
+        # default policy in it), so the task/policy/judge fit is checked per job, at its start.
+        _exit_on_error(lambda: _check(config, fit=not _sweeps_a_component(config)))
         _exit_on_error(lambda: _claim_sweep_dir(config))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
@@ -102,7 +104,23 @@ def _check_or_exit(config: DictConfig) -> None:
     _exit_on_error(lambda: _check(config))
 
 
-def _check(config: DictConfig) -> None:
+_COMPONENT_GROUPS = ("task", "policy", "judge", "experiment", "protocol")
+
+
+def _sweeps_a_component(config: DictConfig) -> bool:
+    """Whether the sweep's overrides choose the task, policy, judge or a preset per job."""
+    try:
+        overrides = [str(o) for o in config.hydra.overrides.task]
+    except Exception:  # noqa: BLE001 - composed without Hydra's node
+        return False
+    for o in overrides:
+        key, _, value = o.lstrip("+~").partition("=")
+        if key in _COMPONENT_GROUPS and ("," in value or "(" in value):
+            return True
+    return False
+
+
+def _check(config: DictConfig, *, fit: bool = True) -> None:
     from eqa_runner.errors import ConfigSecretError
     from eqa_runner.llm.secrets import screen_values
 
@@ -118,6 +136,8 @@ def _check(config: DictConfig) -> None:
     if unknown:
         raise UserError(unknown)
     check_config(config)
+    if not fit:
+        return
     from eqa_runner.run.build import check_capabilities
 
     check_capabilities(config)

@@ -117,8 +117,14 @@ def data_lines(
 
 
 def _bench(parts: Components) -> str:
+    from eqa_runner.errors import ConfigError
+    from eqa_runner.registry import get
+
     name = str(getattr(parts.task, "name", "") or "")
-    return "openeqa" if name.startswith("openeqa") else name
+    try:
+        return get(name).cli_name
+    except ConfigError:  # a task outside the registry: its own name
+        return name
 
 
 def dry_run(cfg: DictConfig, parts: Components, episodes: Sequence[Episode]) -> dict[str, Any]:

@@ -86,11 +86,7 @@ def run(cfg: DictConfig, *, report: ReportWriter | None = None) -> dict[str, Any
     (docs/reliability.md): secrets, values, choices, selection, data, credentials, prices,
     the run dir and cache dir, the recorded config; then the dir is labelled and episodes run.
     """
-    container = config_container(cfg)
-    refusal = screen_values(container)
-    if refusal:
-        raise ConfigSecretError(refusal)
-    check_config(cfg)  # a sweep job's own values (a single run's were checked before)
+    container = _screened_container(cfg)
     parts = build_components(cfg)
     trackers = [] if cfg.run.dry_run else build_trackers(cfg)
     episodes = select_episodes(parts.task.load_episodes(), cfg.run, cfg.task)
@@ -140,6 +136,17 @@ def run(cfg: DictConfig, *, report: ReportWriter | None = None) -> dict[str, Any
         if not had_lock_file and not (out_dir / PROVENANCE_FILE).exists():
             lock_file.unlink(missing_ok=True)  # a refused start leaves the dir as it was
         raise
+
+
+def _screened_container(cfg: DictConfig) -> dict[str, Any]:
+    """The config as plain data, refused when it holds a secret or a value its schema forbids
+    (a sweep job's own values; a single run's were checked before)."""
+    container = config_container(cfg)
+    refusal = screen_values(container)
+    if refusal:
+        raise ConfigSecretError(refusal)
+    check_config(cfg)
+    return container
 
 
 def _tracked(

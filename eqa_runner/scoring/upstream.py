@@ -27,7 +27,9 @@ class Imported:
     episode_id: str
     answer: str | None
     trace: dict[str, Any] = field(default_factory=dict)
-    judge_images: list[Path] = field(default_factory=list)  # e.g. the final frame (EXPRESS)
+    judge_images: list[Path] = field(
+        default_factory=list
+    )  # e.g. the frame the answer was given from
 
 
 class UpstreamFormat(ABC):

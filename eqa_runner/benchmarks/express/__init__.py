@@ -14,4 +14,18 @@ BENCHMARK = Benchmark(
     demo="eqa_runner.benchmarks.express.demo.write_express_demo",
     docs="docs/express.md",
     upstream="eqa_runner.benchmarks.express.upstream.ExpressResults",
+    original_prompts={  # sha256 of the stripped text -> upstream repo@commit path
+        "072253982cbe4ab75328bd2b906589a5b4c7281200330290dcb0b3a0aae1f29b": (
+            "HCPLab-SYSU/EXPRESS-Bench@e8789da prompt/answer.txt"
+        ),
+        "ef7137bfc7c6a4cf298d5de8a4f8576830187d8cb17869e3cdaaf476d01c2c94": (
+            "HCPLab-SYSU/EXPRESS-Bench@e8789da prompt/evaluation.txt"
+        ),
+        "b73b27a59ae0be797203a661eeebda4100d506fda39306d1ff62b6c3c35d6f6c": (
+            "HCPLab-SYSU/EXPRESS-Bench@e8789da prompt/explore.txt"
+        ),
+        "b25dd719e2371ae69e9078cf46529479d510467823a7f6c9b479e83115f65ef7": (
+            "HCPLab-SYSU/EXPRESS-Bench@e8789da prompt/random_answer.txt"
+        ),
+    },
 )
