@@ -24,5 +24,7 @@ def test_fbe_bench_small_run_explores_more_than_re() -> None:
     assert "fbe > re on 2/2 episodes" in out, out[-2000:]
     assert re.search(r"fbe vs fbe/numpy: .*same trajectories and coverage: True", out), out
     cov = dict(re.findall(r"(fbe|re) ([0-9.]+)", out.split("mean coverage@15:")[-1]))
-    assert float(cov["fbe"]) > 0.6 > 0.4 > float(cov["re"]), out[-1500:]
+    # fbe maps most of the apartment; random hops leave a clear gap (re's share moved with the
+    # Recast-style navigable area, so the gap is asserted, not a fixed ceiling for re)
+    assert float(cov["fbe"]) > 0.6 and float(cov["fbe"]) - float(cov["re"]) > 0.2, out[-1500:]
     assert "{'random': 15}" in out and "'frontier'" in out
