@@ -57,6 +57,8 @@ class Benchmark:
     upstream: str | None = None
     # SHA-256 of the benchmark's original prompt files (stripped UTF-8 text) -> their source
     original_prompts: Mapping[str, str] = field(default_factory=dict)
+    # ``_target_`` paths its components had in older releases -> today's (to read older runs)
+    moved: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def cli_name(self) -> str:
@@ -167,6 +169,14 @@ def get(name: str) -> Benchmark:
             return b
     known = ", ".join(b.cli_name for b in benchmarks())
     raise ConfigError(f"no benchmark {name!r}; known: {known}")
+
+
+def current_target(path: str) -> str:
+    """Today's dotted path of a component recorded as ``path`` by an older release."""
+    for b in benchmarks():
+        if path in b.moved:
+            return b.moved[path]
+    return path
 
 
 def schemas(group: str) -> dict[str, type]:

@@ -20,7 +20,7 @@ import pandas as pd
 
 from eqa_runner.errors import ReportError
 from eqa_runner.report.keys import cell, flatten
-from eqa_runner.report.runs import Run, runs_differing_keys
+from eqa_runner.report.runs import Run, judge_for, runs_differing_keys
 from eqa_runner.report.tables import fmt_ci, headline_metrics
 from eqa_runner.scoring.aggregate import INTERVAL_METHODS, clusters_of
 from eqa_runner.scoring.stats import PairedDiff, paired_difference
@@ -50,17 +50,6 @@ def pick_baseline(runs: list[Run], baseline: str | None) -> int:
 
 
 # ----------------------------------------------------------------------------- per-episode values
-
-
-def judge_for(config: dict[str, Any]) -> Any:
-    """The run's judge, built from its config (only to aggregate; no model is called)."""
-    from hydra.utils import instantiate
-    from omegaconf import OmegaConf
-
-    node = config.get("judge")
-    if not isinstance(node, dict) or "_target_" not in node:
-        raise ReportError("the run's config has no judge._target_; cannot read its scores")
-    return instantiate(OmegaConf.create(node))
 
 
 @dataclass

@@ -163,13 +163,18 @@ def load_run(run_dir: Path) -> Run:
     return run
 
 
-def _judge(config: dict[str, Any]) -> Any:
+def judge_for(config: dict[str, Any]) -> Any:
+    """The run's judge, built from its recorded config (only to aggregate; no model is called).
+    A ``_target_`` recorded by an older release is read as today's path."""
     from hydra.utils import instantiate
     from omegaconf import OmegaConf
 
+    from eqa_runner.registry import current_target
+
     node = config.get("judge")
     if not isinstance(node, dict) or "_target_" not in node:
-        raise ReportError("the run's config has no judge._target_; cannot re-aggregate")
+        raise ReportError("the run's config has no judge._target_; cannot read its scores")
+    node = {**node, "_target_": current_target(str(node["_target_"]))}
     return instantiate(OmegaConf.create(node))
 
 
@@ -179,7 +184,7 @@ def reaggregate(run: Run, dirs: list[Path]) -> dict[str, Any]:
 
     final = load_records(dirs)
     rcfg = run.section("run")
-    agg = _judge(run.config).aggregate(
+    agg = judge_for(run.config).aggregate(
         final,
         bootstrap_samples=int(rcfg.get("bootstrap_samples", 1000)),
         seed=int(rcfg.get("seed", 0)),

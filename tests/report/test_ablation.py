@@ -114,6 +114,21 @@ def test_shifted_run_gives_the_shift_and_names_unpaired_episodes(tmp_path, capsy
     assert "1 scored only by the baseline (e00): left out of every Δ" in out
 
 
+def test_runs_recorded_before_the_package_layout_still_compare(tmp_path, capsys):
+    """A run dir written before the one-package layout names its judge by the old path
+    (``eqa_runner.scoring.llm_match``): report reads it as today's judge."""
+    marks = _marks(24, 3)
+    recs = [_mark(f"e{i:02d}", _scene(i), s) for i, s in enumerate(marks)]
+    old = {**LLM_MATCH, "_target_": "eqa_runner.scoring.llm_match.LLMMatchJudge"}
+    write_run(tmp_path / "old", recs, policy="blind", judge=old)
+    write_run(tmp_path / "new", [_mark(r["episode_id"], r["scene"], 5) for r in recs],
+              policy="single")  # fmt: skip
+    assert report_main([str(tmp_path / "old"), str(tmp_path / "new"), "--compare"]) == 0
+    out = capsys.readouterr().out
+    want = 100 - 25 * (np.mean(marks) - 1)
+    assert f"+{want:.1f}" in out and "| 24 |" in out
+
+
 def test_paired_iid_option_and_p_on_a_real_effect(tmp_path, capsys):
     rng = np.random.default_rng(5)
     a = [int(m) for m in rng.integers(1, 5, size=60)]

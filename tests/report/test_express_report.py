@@ -28,8 +28,8 @@ METRICS = ("C", "C_star", "E_path", "d_T")
 # the demo's first 8 questions (seed 0): 2 knowledge, 2 existence, 1 each of state, attribute,
 # object, location; the judge's marks are keyed by the question
 KNOWLEDGE_Q = "Where can I keep my drinks cold?"
-EXISTENCE_Q = ("Is there a desk in the bedroom?", "Is there a armchair in the bedroom?")
-UNPARSABLE_Q = "Where is the TV?"
+EXISTENCE_Q = ("Is there a TV in the dining room?", "Is there a wardrobe in the bedroom?")
+UNPARSABLE_Q = "Where is the stove?"
 RULES = [
     {"pattern": rf"Question: {re.escape(KNOWLEDGE_Q)}\nAnswer:", "reply": "Your mark: 1, 5"},
     {

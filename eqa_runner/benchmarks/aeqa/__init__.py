@@ -14,4 +14,7 @@ BENCHMARK = Benchmark(
     demo="eqa_runner.benchmarks.aeqa.demo.write_aeqa_demo",
     docs="docs/aeqa.md",
     upstream="eqa_runner.benchmarks.aeqa.upstream.AEQAPredictions",
+    moved={
+        "eqa_runner.scoring.aeqa.AEQAJudge": "eqa_runner.benchmarks.aeqa.judge.AEQAJudge"
+    },  # before the one-package layout
 )

@@ -28,4 +28,7 @@ BENCHMARK = Benchmark(
             "HCPLab-SYSU/EXPRESS-Bench@e8789da prompt/random_answer.txt"
         ),
     },
+    moved={
+        "eqa_runner.scoring.express_eac.EACJudge": "eqa_runner.benchmarks.express.eac.EACJudge"
+    },  # before the one-package layout
 )

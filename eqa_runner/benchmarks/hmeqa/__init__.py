@@ -14,4 +14,7 @@ BENCHMARK = Benchmark(
     demo="eqa_runner.benchmarks.hmeqa.demo.write_hmeqa_demo",
     docs="docs/hmeqa.md",
     upstream="eqa_runner.benchmarks.hmeqa.upstream.HMEQAResults",
+    moved={
+        "eqa_runner.scoring.hmeqa.HMEQAJudge": "eqa_runner.benchmarks.hmeqa.judge.HMEQAJudge"
+    },  # before the one-package layout
 )

@@ -29,4 +29,9 @@ BENCHMARK = Benchmark(
             "facebookresearch/open-eqa@cfa3fce prompts/mmbench-extra.txt"
         ),
     },
+    moved={
+        "eqa_runner.scoring.llm_match.LLMMatchJudge": (
+            "eqa_runner.benchmarks.openeqa_em.llm_match.LLMMatchJudge"
+        )
+    },  # before the one-package layout
 )
