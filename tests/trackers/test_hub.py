@@ -79,18 +79,20 @@ def test_a_failing_tracker_is_one_warning_and_a_closing_line(tmp_path, caplog, c
 
 def test_a_slow_tracker_never_slows_the_run_and_close_is_bounded(tmp_path, capsys) -> None:
     slow = Recorder(delay_s=0.5)
+    threads_before = threading.active_count()
     hub = TrackerHub([slow], queue_size=4, flush_timeout_s=1.0)
     t0 = time.perf_counter()
     hub.start(_info(tmp_path))
     for i in range(50):
         hub.log_metrics({"m": i}, step=i)
-    assert time.perf_counter() - t0 < 0.2  # enqueueing never waits
+    # a blocking hub would take 50 x 0.5 s = 25 s here; generous bounds (a loaded machine)
+    assert time.perf_counter() - t0 < 5.0  # enqueueing never waits for the tracker
     t1 = time.perf_counter()
     rep = hub.close()
-    assert time.perf_counter() - t1 < 2.5  # at most flush_timeout_s (plus the put's wait)
+    assert time.perf_counter() - t1 < 10.0  # bounded by flush_timeout_s, not by the backlog
     assert rep.dropped > 0 and len(rep.lines) == 1
     assert "events not logged" in rep.lines[0] and "still busy" in rep.lines[0]
-    assert threading.active_count() < 50
+    assert threading.active_count() - threads_before <= 1  # at most the one busy worker
 
 
 def test_redact_masks_credential_fields_shapes_and_environment_secrets(monkeypatch) -> None:
