@@ -25,6 +25,9 @@ JUDGE_LLM_KEYS = (
 )
 
 
+NO_MODEL = "none"  # the judge model of a judge that calls none
+
+
 class Judge(ABC):
     """Scores a prediction; its LLM settings (``judge.model`` ...) are kept in ``llm_overrides``."""
 
@@ -38,6 +41,8 @@ class Judge(ABC):
         unknown = set(llm_overrides) - set(JUDGE_LLM_KEYS)
         if unknown:
             raise TypeError(f"judge: unknown option(s) {sorted(unknown)}")
+        if not self.needs_model:
+            self.llm_overrides["model"] = NO_MODEL  # whatever judge.model says: none is called
 
     @abstractmethod
     async def score(

@@ -26,7 +26,6 @@ from eqa_runner.scoring.base import Judge
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
 
 PADDING = "(Do not choose this option)"
-NO_MODEL = "none"
 
 
 def chosen_letter(answer: str | None, n_options: int = 4) -> str | None:
@@ -74,7 +73,6 @@ class HMEQAJudge(Judge):
     ) -> None:
         super().__init__(**llm)
         self.name = name
-        self.llm_overrides["model"] = NO_MODEL  # whatever judge.model says: no model is called
 
     async def score(
         self,

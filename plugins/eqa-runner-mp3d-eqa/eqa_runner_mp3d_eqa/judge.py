@@ -23,7 +23,6 @@ from eqa_runner_mp3d_eqa.config import MP3DEQAJudgeConfig as Schema
 from eqa_runner_mp3d_eqa.episodes import Vocab
 from eqa_runner_mp3d_eqa.metrics import match_answer, nav_metrics
 
-NO_MODEL = "none"
 DISTANCES = ("d_T", "d_D", "d_min")
 
 
@@ -40,7 +39,6 @@ class MP3DEQAJudge(Judge):
     ) -> None:
         super().__init__(**llm)
         self.name = name
-        self.llm_overrides["model"] = NO_MODEL  # whatever judge.model says: no model is called
 
     async def score(
         self,
