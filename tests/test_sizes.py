@@ -31,9 +31,6 @@ KNOWN_OFFENDERS: dict[str, tuple[int, str]] = {
     "eqa_runner/llm/client.py": (690, f"{_SPLIT}: trust (llm/client.py)"),
     "eqa_runner/llm/client.py:_call_with_retries": (62, f"{_SPLIT}: trust (llm/client.py)"),
     "eqa_runner/sim/mesh.py": (579, f"{_SPLIT}: sim (sim/mesh.py)"),
-    "eqa_runner/run/loop.py:_run_locked": (90, "edited in the trust and visible branches"),
-    "eqa_runner/run/loop.py:_execute": (86, "edited in the trust and visible branches"),
-    "eqa_runner/run/summary.py:write_summary": (70, "edited in the trust branch"),
     "eqa_runner/benchmarks/aeqa/task.py:load_aeqa": (63, "edited in the layout branch (item 3)"),
 }
 

@@ -43,7 +43,7 @@ from eqa_runner.run.build import (
 from eqa_runner.run.context import Components, EpisodeSettings, RunContext
 from eqa_runner.run.cost_cap import CostCap
 from eqa_runner.run.dry_run import dry_run
-from eqa_runner.run.episode import run_episode
+from eqa_runner.run.execute import Execution, execute
 from eqa_runner.run.provenance import PROVENANCE_FILE, check_same_config, input_hashes
 from eqa_runner.run.rundir import (
     check_cache_dir,
@@ -59,13 +59,12 @@ from eqa_runner.run.stop import (
     EXIT_COST_CAP,
     EXIT_EPISODES_FAILED,
     EXIT_OK,
-    EXIT_USER_ERROR,
     Stopper,
     resume_command,
     signals_stop,
 )
 from eqa_runner.run.summary import reproducibility_stamp, write_summary
-from eqa_runner.run.tracking import ReportWriter, build_trackers, live_metrics, run_info
+from eqa_runner.run.tracking import ReportWriter, build_trackers, run_info
 from eqa_runner.run.tracking import finish as finish_tracking
 from eqa_runner.schema import check_config
 from eqa_runner.trackers.base import Tracker
@@ -239,19 +238,15 @@ def _run_locked(
     cap: CostCap | None,
     hub: TrackerHub | None = None,
 ) -> dict[str, Any]:
+    """Run the episodes without an ok record, write the summary, say how the run ended."""
     jsonl = out_dir / EPISODES_FILE
     all_lines = read_records(jsonl)
     final = final_records(all_lines)
     done = {eid for eid, r in final.items() if r["status"] == "ok"}
     todo = [e for e in episodes if e.episode_id not in done]
-    policy_llm, judge_llm = clients
-    log.info(
-        "%d episodes selected, %d already ok, %d to run -> %s",
-        len(episodes),
-        len(episodes) - len(todo),
-        len(todo),
-        out_dir,
-    )
+    n_done = len(episodes) - len(todo)
+    log.info("%d episodes selected, %d already ok, %d to run -> %s",
+             len(episodes), n_done, len(todo), out_dir)  # fmt: skip
     progress = [
         v
         for r in final.values()
@@ -260,74 +255,70 @@ def _run_locked(
     ]  # fmt: skip
     if cap is not None:
         cap.spent = sum(float(r["usage"]["cost_usd"] or 0.0) for r in all_lines)
-    stopper = Stopper()
-    write_error: list[OSError] = []
     with ExitStack() as stack:  # unwound in reverse: writer, policy, pool, simulator
-        sim = build_sim(cfg) if parts.policy.needs_sim else None
-        if sim is not None:
-            stack.callback(sim.close)
-        pool = stack.enter_context(
-            ThreadPoolExecutor(max_workers=min(8, (os.cpu_count() or 2) * 2))
-        )
-        ctx = RunContext(
-            cfg=cfg,
-            parts=parts,
-            episodes=episodes,
-            out_dir=out_dir,
-            prompts=prompts,
-            policy_llm=policy_llm,
-            judge_llm=judge_llm,
-            settings=EpisodeSettings.from_cfg(cfg),
-            executor=pool,
-            sim=sim,
-            scene_maps=_scene_maps(cfg, sim),
-        )
-        stack.enter_context(parts.policy.opened(ctx.policy_resources()))
-        writer = stack.enter_context(RecordWriter(jsonl))
-        with signals_stop(stopper):
-            asyncio.run(
-                _execute(
-                    ctx,
-                    todo,
-                    writer,
-                    (sum(progress), len(progress)),
-                    stopper,
-                    cap,
-                    write_error,
-                    hub,
-                )
-            )
-    if write_error:  # e.g. a full disk: what was written stays, the rest runs on resume
-        e = write_error[0]
-        try:  # a partial summary if it fits; the records' write error is what to report
-            _try_summary(ctx)
-        except RunDirError as summary_error:
-            log.warning("partial summary not written: %s", summary_error)
-        print(f"[eqa_runner] resume with: {resume_command(out_dir)}", file=sys.stderr, flush=True)
-        raise RunDirError(
-            os_error_line(jsonl, e, "free space (or fix the permissions), then resume")
-        )
+        ctx = _context(stack, cfg, parts, episodes, out_dir, prompts, clients)
+        ex = Execution(stack.enter_context(RecordWriter(jsonl)), Stopper(), cap, hub)
+        with signals_stop(ex.stopper):
+            asyncio.run(execute(ctx, todo, ex, (sum(progress), len(progress))))
+    if ex.write_error:  # e.g. a full disk: what was written stays, the rest runs on resume
+        _stop_on_write_error(ctx, jsonl, ex.write_error[0])
     result = _try_summary(ctx)
+    return {**result, "exit_code": _exit_code(result, ex.stopper, cap, out_dir, len(episodes))}
+
+
+def _context(
+    stack: ExitStack,
+    cfg: DictConfig,
+    parts: Components,
+    episodes: list[Episode],
+    out_dir: Path,
+    prompts: dict[str, dict[str, object]],
+    clients: tuple[LLMClient, LLMClient],
+) -> RunContext:
+    """The run's shared state; the simulator, the CPU pool and the policy's resources are
+    opened on ``stack`` (closed in reverse)."""
+    sim = build_sim(cfg) if parts.policy.needs_sim else None
+    if sim is not None:
+        stack.callback(sim.close)
+    pool = stack.enter_context(ThreadPoolExecutor(max_workers=min(8, (os.cpu_count() or 2) * 2)))
+    ctx = RunContext(cfg=cfg, parts=parts, episodes=episodes, out_dir=out_dir, prompts=prompts,
+                     policy_llm=clients[0], judge_llm=clients[1],
+                     settings=EpisodeSettings.from_cfg(cfg), executor=pool, sim=sim,
+                     scene_maps=_scene_maps(cfg, sim))  # fmt: skip
+    stack.enter_context(parts.policy.opened(ctx.policy_resources()))
+    return ctx
+
+
+def _stop_on_write_error(ctx: RunContext, jsonl: Path, e: OSError) -> None:
+    """A record could not be written: a partial summary if it fits, the resume line, and the
+    records' write error as the one-line error."""
+    try:
+        _try_summary(ctx)
+    except RunDirError as summary_error:
+        log.warning("partial summary not written: %s", summary_error)
+    print(f"[eqa_runner] resume with: {resume_command(ctx.out_dir)}", file=sys.stderr, flush=True)
+    raise RunDirError(os_error_line(jsonl, e, "free space (or fix the permissions), then resume"))
+
+
+def _exit_code(
+    result: dict[str, Any], stopper: Stopper, cap: CostCap | None, out_dir: Path, selected: int
+) -> int:
+    """The process exit code; a stopped run also prints how far it got and its resume line."""
     counts = result.get("counts") or {}
-    if stopper.stopped:
-        code = stopper.exit_code
-        keys = (
-            {"run.max_cost_usd": f"{cap.suggest():.2f}"} if cap and code == EXIT_COST_CAP else None
-        )
-        why = stopper.reason or "stopped"
-        if cap is not None and code == EXIT_COST_CAP:
-            why += f" (spent ${cap.spent:.4f} of ${cap.cap:.2f})"
-        n_rec = counts.get("recorded", "?")
-        line = (
-            f"[eqa_runner] {why}: {n_rec}/{len(episodes)} episodes recorded; "
-            f"resume with: {resume_command(out_dir, set_keys=keys)}"
-        )
-        print(line, file=sys.stderr, flush=True)
-    elif counts.get("error") or counts.get("missing"):
-        code = EXIT_EPISODES_FAILED
-    else:
-        code = EXIT_OK
-    return {**result, "exit_code": code}
+    if not stopper.stopped:
+        return EXIT_EPISODES_FAILED if counts.get("error") or counts.get("missing") else EXIT_OK
+    code = stopper.exit_code
+    at_cap = cap is not None and code == EXIT_COST_CAP
+    keys = {"run.max_cost_usd": f"{cap.suggest():.2f}"} if cap is not None and at_cap else None
+    why = stopper.reason or "stopped"
+    if cap is not None and at_cap:
+        why += f" (spent ${cap.spent:.4f} of ${cap.cap:.2f})"
+    line = (
+        f"[eqa_runner] {why}: {counts.get('recorded', '?')}/{selected} episodes recorded; "
+        f"resume with: {resume_command(out_dir, set_keys=keys)}"
+    )
+    print(line, file=sys.stderr, flush=True)
+    return code
 
 
 def _scene_maps(cfg: DictConfig, sim: Any) -> Any:
@@ -346,95 +337,3 @@ def _try_summary(ctx: RunContext) -> dict[str, Any]:
         raise RunDirError(
             os_error_line(ctx.out_dir, e, "free space or fix permissions, then resume")
         ) from None
-
-
-async def _execute(
-    ctx: RunContext,
-    todo: list[Episode],
-    writer: RecordWriter,
-    progress: tuple[float, int],
-    stopper: Stopper,
-    cap: CostCap | None,
-    write_error: list[OSError],
-    hub: TrackerHub | None = None,
-) -> None:
-    """Run ``todo`` with ``run.workers`` episodes at a time; one record each, a progress bar.
-
-    Episodes are started one at a time while a worker is free and the run was not stopped
-    (a signal, the cost cap, a failed write); a stop by signal also cancels the episodes in
-    flight (no record: they run again on resume)."""
-    from tqdm import tqdm
-
-    stopper.attach(asyncio.get_running_loop())
-    sem = asyncio.Semaphore(ctx.workers)
-    already = len(ctx.episodes) - len(todo)
-    counts = {"ok": already, "err": 0}
-    running_sum, running_n = progress  # the progress-bar metric, kept incrementally
-    bar = tqdm(
-        total=len(ctx.episodes),
-        initial=already,
-        disable=not ctx.cfg.run.progress,
-        dynamic_ncols=True,
-        desc=f"{ctx.task.name}/{ctx.policy.name}",
-        mininterval=0.5,
-    )
-
-    async def one(ep: Episode, estimate: float) -> None:
-        try:
-            rec = await run_episode(ep, ctx)
-        finally:
-            sem.release()
-            if cap is not None:
-                cap.in_flight -= estimate
-        if cap is not None:
-            cap.finished(float(rec["usage"]["cost_usd"] or 0.0))
-        if write_error:
-            return
-        try:
-            writer.write(rec)
-        except OSError as e:
-            write_error.append(e)
-            stopper.stop(f"cannot write {writer.path}", EXIT_USER_ERROR, cancel=True)
-            return
-        counts["ok" if rec["status"] == "ok" else "err"] += 1
-        nonlocal running_sum, running_n
-        if rec["status"] == "ok" and rec["judge_ok"]:
-            v = ctx.judge.progress_value(rec["metrics"])
-            if v is not None:
-                running_sum, running_n = running_sum + v, running_n + 1
-        m = 100.0 * running_sum / running_n if running_n else None
-        bar.set_postfix_str(
-            f"ok={counts['ok']} err={counts['err']} "
-            f"{ctx.judge.headline}={'-' if m is None else f'{m:.1f}'}",
-            refresh=False,
-        )
-        bar.update(1)
-        if hub is not None:  # never blocks: a full queue drops the event
-            n = counts["ok"] + counts["err"]
-            hub.log_metrics(live_metrics(counts, ctx.judge.headline, m), step=n)
-
-    tasks: list[asyncio.Task[None]] = []
-    try:
-        for i, ep in enumerate(todo):
-            await sem.acquire()
-            if stopper.stopped:
-                sem.release()
-                break
-            estimate = 0.0
-            if cap is not None:
-                estimate = cap.estimate(ep)
-                if not cap.may_start(estimate):
-                    cap.remember_left(todo[i:])
-                    sem.release()
-                    stopper.stop("stopped at the cost cap run.max_cost_usd", EXIT_COST_CAP)
-                    break
-                cap.in_flight += estimate
-            task = asyncio.create_task(one(ep, estimate))
-            stopper.track(task)
-            tasks.append(task)
-        results = await asyncio.gather(*tasks, return_exceptions=True)
-        for r in results:
-            if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError):
-                raise r
-    finally:
-        bar.close()

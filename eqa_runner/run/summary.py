@@ -122,6 +122,35 @@ def usage_totals(records: Sequence[EpisodeRecord]) -> dict[str, Any]:
     return tot
 
 
+def policy_replies(records: Sequence[EpisodeRecord]) -> dict[str, Any] | None:
+    """Counts of the policy's parsed and unparsable model replies (``trace.vlm``'s
+    ``<kind>s_parsed`` / ``<kind>s_unparsable``, e.g. ``vlm_waypoint``'s waypoints) summed over
+    the records, the episodes that ended on an unparsable reply, and one sentence; None when
+    the policy counts none."""
+    tot: dict[str, int] = {}
+    stopped = 0
+    for r in records:
+        trace = r.get("trace")
+        vlm = trace.get("vlm") if isinstance(trace, dict) else None
+        if not isinstance(vlm, dict):
+            continue
+        for k, v in vlm.items():
+            if k.endswith(("_parsed", "_unparsable")) and isinstance(v, int):
+                tot[k] = tot.get(k, 0) + v
+        stopped += str(trace.get("stop_reason", "")).startswith("unparsable")
+    if not tot:
+        return None
+    kinds = sorted({k.rsplit("_", 1)[0] for k in tot})
+    said = [
+        f"{tot.get(f'{k}_unparsable', 0)} of "
+        f"{tot.get(f'{k}_unparsable', 0) + tot.get(f'{k}_parsed', 0)} {k.removesuffix('s')} "
+        "replies unparsable"
+        for k in kinds
+    ]
+    note = ", ".join(said) + f" ({stopped} episodes stopped on one)"
+    return {**dict(sorted(tot.items())), "episodes_stopped_unparsable": stopped, "note": note}
+
+
 def build_summary(
     *,
     config: dict[str, Any],
@@ -162,6 +191,9 @@ def build_summary(
             t = r["error"]["type"] if r["error"] else "Error"
             errors[t] = errors.get(t, 0) + 1
     summary["errors_by_type"] = errors
+    replies = policy_replies(recs)
+    if replies:
+        summary["policy_replies"] = replies
     if offline:
         summary["offline_warning"] = (
             f"offline placeholder model(s) used for {', '.join(offline)}: these scores are "
@@ -207,28 +239,14 @@ def write_summary(
     final = final_records(_without_steps(r) for r in iter_records(out_dir / jsonl_name))
     recs = [final[i] for i in ids if i in final]
     method = str(cfg.run.get("interval", "cluster"))
-    agg = judge.aggregate(
-        recs,
-        bootstrap_samples=int(cfg.run.bootstrap_samples),
-        seed=int(cfg.run.seed),
-        interval=method,
-    )
-    models = {
-        "policy": str(cfg.llm.model),
-        "judge": str(judge.llm_overrides.get("model", cfg.llm.model)),
-    }
-    stop = cfg.policy.get("stop_model")
-    if stop:
-        models["stop"] = str(stop)
+    agg = judge.aggregate(recs, bootstrap_samples=int(cfg.run.bootstrap_samples),
+                          seed=int(cfg.run.seed), interval=method)  # fmt: skip
+    models = models_of(cfg, judge)
+    # a DictConfig's container is a dict (omegaconf types the result of any node)
+    config = cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True))
     summary = build_summary(
-        # a DictConfig's container is a dict (omegaconf types the result of any node)
-        config=cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True)),
-        task_info=inputs.task_info,
-        selected_ids=ids,
-        final=final,
-        aggregate=agg,
-        models=models,
-        prompts=inputs.prompts,
+        config=config, task_info=inputs.task_info, selected_ids=ids, final=final,
+        aggregate=agg, models=models, prompts=inputs.prompts,
         extra={
             "policy": inputs.policy_name,
             "judge": judge.name,
@@ -236,35 +254,47 @@ def write_summary(
             "run_dir": str(out_dir),
             "intervals": intervals_note(method, int(cfg.run.bootstrap_samples)),
             "reproducibility": reproducibility_stamp(
-                config=OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
-                task_info=inputs.task_info,
-                prompts=inputs.prompts,
+                config=config, task_info=inputs.task_info, prompts=inputs.prompts,
                 judge_model=models["judge"],
             ),
             "endpoints": endpoint_summary(),  # adaptive concurrency per model endpoint
             **(extra or {}),
         },
-    )
+    )  # fmt: skip
     write_json_atomic(out_dir / summary_name, summary)
     head = {k: v.get("mean") for k, v in summary.get("headline", {}).items()}
+    announce(summary, head, out_dir)
+    return {"counts": summary["counts"], **head}
+
+
+def models_of(cfg: DictConfig, judge: Judge) -> dict[str, str]:
+    """The model of each role: the policy's, the judge's and a stop model if any."""
+    models = {
+        "policy": str(cfg.llm.model),
+        "judge": str(judge.llm_overrides.get("model", cfg.llm.model)),
+    }
+    stop = cfg.policy.get("stop_model")
+    if stop:
+        models["stop"] = str(stop)
+    return models
+
+
+def announce(summary: dict[str, Any], head: dict[str, Any], out_dir: Path) -> None:
+    """The closing log line and console lines: counts, unparsable policy replies, headline."""
     c = summary["counts"]
-    log.info(
-        "done: %d ok, %d error, %d judge-unparsable; %s",
-        c["ok"],
-        c["error"],
-        c["judge_unparsable"],
-        head,
-    )
+    log.info("done: %d ok, %d error, %d judge-unparsable; %s",
+             c["ok"], c["error"], c["judge_unparsable"], head)  # fmt: skip
+    replies = summary.get("policy_replies")
+    said = f"{replies['note']}; " if replies else ""
     print(
         f"[eqa_runner] {c['ok']}/{c['selected']} ok, {c['error']} error, "
-        f"{c['judge_unparsable']} unparsable; "
+        f"{c['judge_unparsable']} unparsable; {said}"
         + ", ".join(f"{k}={'-' if v is None else f'{v:.2f}'}" for k, v in head.items())
         + f"\n[eqa_runner] results: {out_dir}"
         + (f"\n[eqa_runner] note: {summary['offline_warning']}" if "offline_warning" in summary
            else ""),
         flush=True,
     )  # fmt: skip
-    return {"counts": c, **head}
 
 
 # ----------------------------------------------------------------------------- reproducibility
