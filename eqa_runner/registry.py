@@ -4,9 +4,12 @@ enumerate, instead of naming benchmarks.
 A benchmark is one package that exposes a :class:`Benchmark` descriptor named ``BENCHMARK``:
 the built-ins are the sub-packages of ``eqa_runner/benchmarks/``; an installed package adds
 its own through the entry-point group :data:`ENTRY_POINT_GROUP` (the entry point names the
-descriptor, ``my_pkg.bench:BENCHMARK``). The descriptor holds its schemas (cheap dataclasses)
-and dotted paths for everything heavy (task class, data check, demo writer), resolved on use,
-so listing benchmarks imports no numpy, simulator or model client.
+descriptor, ``my_pkg.bench:BENCHMARK``). The descriptor holds its schemas (cheap dataclasses),
+its config dir and dotted paths for everything heavy (task class, data check, demo writer),
+resolved on use, so listing benchmarks imports no numpy, simulator or model client. Built-ins
+and installed benchmarks are found and put on Hydra's search path the same way: a built-in's
+options live in its own package (``eqa_runner/benchmarks/<name>/conf/``), not in
+``eqa_runner/conf``, which keeps the shared ones (policies, models, simulators, loggers).
 
 A package that adds components without a benchmark (policies, judges, simulator backends)
 names a :class:`Plugin` (its config dir and schemas) in :data:`PLUGIN_ENTRY_POINT_GROUP`.
@@ -41,7 +44,7 @@ class Benchmark:
     ``task.data_dir``. ``cli_name`` is the benchmark's name in ``data`` and ``demo`` commands.
     """
 
-    name: str  # the task option (``task=<name>``, conf/task/<name>.yaml)
+    name: str  # the task option (``task=<name>``, <conf_dir>/task/<name>.yaml)
     title: str  # one line for --help and reports
     task: str  # dotted path of the Task class
     judge: str  # the judge option the task selects
@@ -49,8 +52,10 @@ class Benchmark:
     protocol: str | None = None  # the exploration protocol option the task selects, if any
     data: str | None = None  # dotted module path of the data check (and fetch)
     demo: str | None = None  # dotted path of the demo writer
-    docs: str | None = None  # the benchmark's docs page (repository relative)
-    conf_dir: str | None = None  # a Hydra config dir of its groups (plugins); None: built in
+    docs: str | None = None  # the benchmark's docs page (repository relative): its README.md
+    # the Hydra config dir of its own options (task, judge, protocol, camera, experiment
+    # presets), laid out like eqa_runner/conf: ``pkg://<its package>.conf``, built-ins included
+    conf_dir: str | None = None
     short: str | None = None  # the name in ``data``/``demo`` commands; default ``name``
     # dotted path of its upstream result format (an eqa_runner.scoring.upstream.UpstreamFormat
     # class): ``report --export <cli_name>`` / ``report --import FILE --format <cli_name>``

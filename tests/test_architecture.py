@@ -109,3 +109,53 @@ def test_no_module_outside_a_benchmark_package_names_a_benchmark():
             if pattern.search(line):
                 found.append(f"{rel}:{i}: {line.strip()}")
     assert found == [], "\n".join(found)
+
+
+def _targets(node: object) -> list[str]:
+    """Every ``_target_`` in a parsed YAML option, nested ones (``proposer._target_``) included."""
+    if isinstance(node, dict):
+        own = [node["_target_"]] if isinstance(node.get("_target_"), str) else []
+        return own + [t for v in node.values() for t in _targets(v)]
+    if isinstance(node, list):
+        return [t for v in node for t in _targets(v)]
+    return []
+
+
+def test_no_shared_config_option_builds_a_benchmark_packages_component():
+    """eqa_runner/conf holds the shared options only: a YAML whose ``_target_`` is in a benchmark
+    package (its task, judge, protocol, its own policies) lives in that package's conf/."""
+    import yaml
+
+    found = [
+        f"{path.relative_to(ROOT).as_posix()}: {target}"
+        for path in sorted((ROOT / "eqa_runner" / "conf").rglob("*.yaml"))
+        for target in _targets(yaml.safe_load(path.read_text(encoding="utf-8")))
+        if target.startswith("eqa_runner.benchmarks.")
+    ]
+    assert found == [], "\n".join(found)
+
+
+def test_a_built_in_benchmark_is_registered_like_a_plugin():
+    """Each built-in benchmark's descriptor names its package's conf dir and README.md, the
+    registry hands that dir to Hydra's search path as it does a plugin's, and the dir's
+    ``_target_``s are the package's own components or shared ones, never another benchmark's."""
+    import yaml
+
+    from eqa_runner.registry import benchmarks, config_dirs
+
+    dirs = dict(config_dirs())
+    built_in = [b for b in benchmarks() if b.task.startswith("eqa_runner.benchmarks.")]
+    assert len(built_in) >= 4
+    for b in built_in:
+        pkg = b.task.split(".")[2]
+        assert dirs[b.name] == b.conf_dir == f"pkg://eqa_runner.benchmarks.{pkg}.conf"
+        assert b.docs == f"eqa_runner/benchmarks/{pkg}/README.md"
+        conf = ROOT / "eqa_runner" / "benchmarks" / pkg / "conf"
+        assert (conf / "task" / f"{b.name}.yaml").is_file()
+        assert (conf / "judge" / f"{b.judge}.yaml").is_file()
+        if b.protocol:
+            assert (conf / "protocol" / f"{b.protocol}.yaml").is_file()
+        for path in sorted(conf.rglob("*.yaml")):
+            for target in _targets(yaml.safe_load(path.read_text(encoding="utf-8"))):
+                if target.startswith("eqa_runner.benchmarks."):
+                    assert target.startswith(f"eqa_runner.benchmarks.{pkg}."), f"{path}: {target}"

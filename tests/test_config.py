@@ -18,16 +18,16 @@ from eqa_runner.run.build import check_capabilities
 from eqa_runner.run.loop import build
 from eqa_runner.scoring.base import Judge
 from eqa_runner.tasks.base import Task
-from tests.conftest import CONF, ROOT
+from tests.conftest import ROOT, option_names
 
 
 def _options(group: str) -> list[str]:
-    return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+    return option_names(group)
 
 
 @pytest.mark.parametrize("policy", _options("policy"))
 def test_every_policy_instantiates(compose_cfg, policy):
-    # exploration policies run under an exploration task's protocol (conf/protocol/)
+    # exploration policies run under an exploration task's protocol (its conf/protocol/)
     task = "express" if policy in ("re", "fbe", "vlm_explore", "vlm_waypoint") else "openeqa_em"
     cfg = compose_cfg([f"policy={policy}", f"task={task}"])
     assert isinstance(build(cfg.policy, Policy, "policy"), Policy)

@@ -25,7 +25,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, ListConfig
 
 from eqa_runner.__main__ import expand_num_shards
-from tests.conftest import CONF, ROOT
+from tests.conftest import CONF, ROOT, option_names
 
 PACKAGE = ROOT / "eqa_runner"
 # the plugins' pages too, where the plugin is installed (CI installs them: scripts/setup.sh)
@@ -34,7 +34,9 @@ PLUGIN_DOCS = [
     for p in sorted((ROOT / "plugins").glob("*/README.md"))
     if importlib.util.find_spec(p.parent.name.replace("-", "_")) is not None
 ]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *PLUGIN_DOCS]
+# each built-in benchmark's page is its package's README.md
+BENCHMARK_DOCS = sorted((ROOT / "eqa_runner" / "benchmarks").glob("*/README.md"))
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *BENCHMARK_DOCS, *PLUGIN_DOCS]
 GROUPS = ("run", "task", "policy", "llm", "judge", "sim", "protocol", "prompts", "hydra")
 _KEY = re.compile(
     r"(?<![\w./$-])(?:" + "|".join(GROUPS) + r")\.[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?![\w(/-])"
@@ -295,14 +297,31 @@ def named_paths() -> dict[str, set[str]]:
     return out
 
 
+def test_every_benchmarks_docs_page_is_checked() -> None:
+    """Each registered benchmark names its docs page, the page exists, and this module reads it
+    (keys, run examples, file names): a built-in's is its package's README.md."""
+    from eqa_runner.registry import benchmarks
+
+    for b in benchmarks():
+        assert b.docs, f"benchmark {b.name} names no docs page"
+        assert ROOT / b.docs in DOCS, f"{b.name}: {b.docs} is not among the checked pages"
+        if b.task.startswith("eqa_runner."):
+            assert b.docs == f"eqa_runner/benchmarks/{b.task.split('.')[2]}/README.md"
+
+
 def test_every_project_file_the_docs_name_exists() -> None:
-    def exists(path: str) -> bool:
-        plugins = sorted((ROOT / "plugins").glob("*"))
-        bases = [ROOT, PACKAGE, *plugins, *(d for p in plugins for d in p.glob("*/conf/.."))]
-        return any((b / path).exists() for b in bases)
+    plugins = sorted((ROOT / "plugins").glob("*"))
+    bases = [ROOT, PACKAGE, *plugins, *(d for p in plugins for d in p.glob("*/conf/.."))]
+
+    def exists(path: str, pages: set[str]) -> bool:
+        # a benchmark package's README may name its own files (`conf/task/<name>.yaml`)
+        own = [(ROOT / page).parent for page in pages if page.startswith("eqa_runner/benchmarks/")]
+        return any((b / path).exists() for b in [*bases, *own])
 
     assert "eqa_runner/run/config.py" in named_paths()
-    missing = {p: sorted(pages) for p, pages in named_paths().items() if not exists(p)}
+    pages = {page for named_in in named_paths().values() for page in named_in}
+    assert any(page.startswith("eqa_runner/benchmarks/") for page in pages)
+    missing = {p: sorted(pages) for p, pages in named_paths().items() if not exists(p, pages)}
     assert not missing, f"files named in the docs that do not exist: {missing}"
 
 
@@ -332,14 +351,15 @@ def test_the_layer_tables_uses_claims_hold() -> None:
 
 def test_config_yaml_option_comments_name_real_options() -> None:
     """conf/config.yaml: a defaults line whose comment lists options (``a | b``) lists every
-    built-in option of that group, and nothing else."""
+    built-in option of that group (eqa_runner/conf's and the built-in benchmarks'), and nothing
+    else."""
     checked = 0
     for line in (CONF / "config.yaml").read_text().splitlines():
         m = re.match(r"\s*- (?:optional )?([a-z/]+): \S+\s+#(.*)", line)
         if not m or "|" not in m.group(2):
             continue
         listed = re.findall(r"(?:^|\|)\s*([a-z0-9_]+)", m.group(2).split(":")[-1])
-        builtin = sorted(p.stem for p in (CONF / m.group(1)).glob("*.yaml"))
+        builtin = option_names(m.group(1))
         assert sorted(listed) == builtin, f"{line.strip()!r}: the options are {builtin}"
         checked += 1
     assert checked, "no defaults line lists its options (the test would check nothing)"

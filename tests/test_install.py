@@ -70,6 +70,14 @@ def test_wheel_installs_and_runs_from_an_unrelated_directory(tmp_path: Path) -> 
         "eqa_runner/py.typed",
         "hydra_plugins/eqa_runner_launcher/launcher.py",
         "hydra_plugins/eqa_runner_plugins/search_path.py",
+        # each built-in benchmark's own options and docs page, in its package
+        *(
+            f"eqa_runner/benchmarks/{b}/{f}"
+            for b in ("aeqa", "express", "hmeqa", "openeqa_em")
+            for f in ("README.md", "conf/__init__.py", f"conf/task/{b}.yaml")
+        ),
+        "eqa_runner/benchmarks/aeqa/conf/sim/camera/aeqa.yaml",
+        "eqa_runner/benchmarks/openeqa_em/conf/policy/multiframe.yaml",
     ):
         assert f in names, f"{f} missing from {wheel.name}"
     assert "hydra_plugins/__init__.py" not in names  # a namespace shared with other plugins
@@ -91,6 +99,7 @@ def test_wheel_installs_and_runs_from_an_unrelated_directory(tmp_path: Path) -> 
 
     out = _run([str(exe), "--help"], cwd=elsewhere, env=env, timeout=60)
     assert "llm: " in out and "offline" in out and "hydra/launcher: local, slurm" in out
+    assert "task: aeqa, express, hmeqa, openeqa_em\n" in out  # from the benchmarks' packages
     assert "mp3d_eqa" not in out  # the plugin below is not installed yet
 
     out = _run([str(exe), "--cfg", "job", "task=express", "policy=fbe"],

@@ -20,6 +20,9 @@ from eqa_runner.schema import bounded
 from tests.conftest import ROOT
 
 
+BUILTIN_BENCHMARKS = ("aeqa", "express", "hmeqa", "openeqa_em")  # the registry's scan order
+
+
 @dataclass
 class EchoPolicyConfig(PolicyConfig):
     name: str = "echo"
@@ -91,7 +94,9 @@ def test_a_plugin_adds_a_policy_option_with_its_schema(installed, compose_cfg, t
 
     register_configs()  # as at start-up, with the entry point installed
     assert ("echo_lab", "pkg://echo_lab.conf") in registry.config_dirs()
-    assert registry.config_paths() == [tmp_path / "echo_lab" / "conf"]
+    # after the built-in benchmarks' own conf dirs, found the same way
+    builtin = [ROOT / "eqa_runner" / "benchmarks" / b / "conf" for b in BUILTIN_BENCHMARKS]
+    assert registry.config_paths() == [*builtin, tmp_path / "echo_lab" / "conf"]
     assert "echo" in group_options("policy") and "policy: blind, echo," in render_help()
     cfg = compose_cfg(["policy=echo", "policy.repeat=2"])
     assert cfg.policy._target_ == "echo_lab.echo.Echo" and cfg.policy.repeat == 2
@@ -132,7 +137,8 @@ def test_the_search_path_plugin_is_found_and_leaves_other_apps_alone(installed):
 
     assert paths("file:///some/other/app/conf") == ["file:///some/other/app/conf"]
     ours = f"file://{ROOT / 'eqa_runner' / 'conf'}"
-    assert paths(ours) == [ours, "pkg://lab_conf_pkg.conf"]
+    builtin = [f"pkg://eqa_runner.benchmarks.{b}.conf" for b in BUILTIN_BENCHMARKS]
+    assert paths(ours) == [ours, *builtin, "pkg://lab_conf_pkg.conf"]
     assert paths("pkg://eqa_runner.conf")[-1] == "pkg://lab_conf_pkg.conf"
 
 

@@ -93,7 +93,8 @@ class ExplorePolicyConfig(PolicyConfig):
     # frame size (width, height) for dry-run estimates
     image_size: list[int] = bounded(default_factory=lambda: ["${sim.width}", "${sim.height}"], gt=0)
     # the task's rules for the loop (budget, per-step question, answer step): the ``protocol``
-    # node its task config selects (conf/protocol/); null for tasks that do not explore
+    # node its task config selects (a benchmark's conf/protocol/); null for tasks that do not
+    # explore
     protocol: Any = "${oc.select:protocol,null}"
 
 

@@ -19,7 +19,7 @@ frame; an exhausted budget answers blind (the "random answer" prompt).
 What differs between exploration tasks is the task's :class:`ExploreProtocol`
 (:mod:`eqa_runner.policies.protocol`): the step budget, the question asked at every step (a
 stop check), a hook for every frame (a frame memory) and the answer step. The task's
-config picks it (``protocol: <name>``, conf/protocol/) and the policy receives it as
+config picks it (``protocol: <name>``, its conf/protocol/) and the policy receives it as
 ``policy.protocol: ${protocol}``; so ``policy=fbe`` runs on every exploration task.
 
 The proposer API lives in :mod:`eqa_runner.policies.proposer`, the shared simulator (one thread,

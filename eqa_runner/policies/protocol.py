@@ -4,9 +4,9 @@ and the answer step.
 Every exploration task runs the same loop (:class:`~eqa_runner.policies.explore.ExplorePolicy`
 with any waypoint proposer: ``re``, ``fbe`` …); what differs between them is an
 :class:`ExploreProtocol`, chosen by the task's config (``defaults: -
-/protocol@_global_.protocol: <name>`` in ``conf/task/<name>.yaml``) and handed to the policy
-through ``policy.protocol: ${protocol}``. Each benchmark's protocol is in its package
-(``eqa_runner/benchmarks/<name>/protocol.py``).
+/protocol@_global_.protocol: <name>`` in the benchmark's ``conf/task/<name>.yaml``) and handed
+to the policy through ``policy.protocol: ${protocol}``. Each benchmark's protocol is in its
+package (``eqa_runner/benchmarks/<name>/protocol.py``, its option in the package's ``conf/``).
 """
 
 from __future__ import annotations

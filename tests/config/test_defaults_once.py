@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 
 from eqa_runner.run.configstore import schemas
 from eqa_runner.schema import check_config
-from tests.conftest import CONF
+from tests.conftest import CONF, option_files
 
 SCHEMAS = schemas()
 
@@ -23,7 +23,7 @@ GROUPS = ("task", "policy", "judge", "llm", "sim")
 
 
 def _options(group: str) -> list[Path]:
-    return sorted((CONF / group).glob("*.yaml"))
+    return option_files(group)
 
 
 def _schema_of(group: str, raw: dict[str, Any]) -> type:

@@ -15,11 +15,11 @@ from eqa_runner.schema import check_config
 from eqa_runner.scoring.base import Judge
 from eqa_runner.sim.base import Simulator
 from eqa_runner.tasks.base import Task
-from tests.conftest import CONF
+from tests.conftest import option_names
 
 
 def _options(group: str) -> list[str]:
-    return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+    return option_names(group)
 
 
 EXPLORE = ("re", "fbe", "vlm_explore", "vlm_waypoint")  # exploration policies: task=express

@@ -1,4 +1,4 @@
-"""A-EQA: OpenEQA's active mode, explore an HM3D scene, answer in free form (docs: docs/aeqa.md)."""
+"""A-EQA: OpenEQA's active mode, explore an HM3D scene, answer in free form (docs: README.md)."""
 
 from eqa_runner.benchmarks.aeqa.config import SCHEMAS
 from eqa_runner.registry import Benchmark
@@ -12,7 +12,8 @@ BENCHMARK = Benchmark(
     schemas=SCHEMAS,
     data="eqa_runner.benchmarks.aeqa.data",
     demo="eqa_runner.benchmarks.aeqa.demo.write_aeqa_demo",
-    docs="docs/aeqa.md",
+    docs="eqa_runner/benchmarks/aeqa/README.md",
+    conf_dir="pkg://eqa_runner.benchmarks.aeqa.conf",
     upstream="eqa_runner.benchmarks.aeqa.upstream.AEQAPredictions",
     moved={
         "eqa_runner.scoring.aeqa.AEQAJudge": "eqa_runner.benchmarks.aeqa.judge.AEQAJudge"

@@ -40,7 +40,7 @@ AEQA_MEMORY_STRATEGIES = ("last", *STRATEGIES)  # last K frames, or K spread as 
 @dataclass
 class AEQAProtocolConfig(ProtocolConfig):
     """``protocol=aeqa``: a fixed budget, a stop check each step, a free-form answer from K
-    frames of a frame memory (see docs/aeqa.md)."""
+    frames of a frame memory (see eqa_runner/benchmarks/aeqa/README.md)."""
 
     _target_: str = "eqa_runner.benchmarks.aeqa.protocol.AEQAProtocol"
     num_steps: int = bounded(50, ge=1)  # exploration steps (3D-Mem's A-EQA config: 50)

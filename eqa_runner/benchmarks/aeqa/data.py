@@ -1,5 +1,6 @@
 """``python -m eqa_runner.data check aeqa``: every question has a start pose, a reference path
-length and its HM3D scene (A-EQA publishes no download of its own: docs/aeqa.md)."""
+length and its HM3D scene (A-EQA publishes no download of its own:
+eqa_runner/benchmarks/aeqa/README.md)."""
 
 from __future__ import annotations
 
@@ -84,5 +85,6 @@ def check(args: argparse.Namespace) -> int:
     print(rep.render())
     if not rep.ok and any(m.startswith("scene ") for m in rep.missing):
         steps = aeqa_instructions(args, rep.items)
-        print(f"\nTo stage the scenes (HM3D v0.2 val; see docs/aeqa.md):\n{steps}")
+        docs = "eqa_runner/benchmarks/aeqa/README.md"
+        print(f"\nTo stage the scenes (HM3D v0.2 val; see {docs}):\n{steps}")
     return 0 if rep.ok else 1

@@ -1,5 +1,5 @@
 """Offline A-EQA demo data: OpenEQA questions on procedural apartments, with start poses and
-reference path lengths, in the published file shapes (docs/aeqa.md).
+reference path lengths, in the published file shapes (eqa_runner/benchmarks/aeqa/README.md).
 
 Per apartment (one "episode" of A-EQA: its questions share the start pose and the reference
 length, as in 3D-Mem's files):

@@ -361,7 +361,8 @@ class AEQAJudge(LLMMatchJudge):
             return {"comparable": True,
                     "note": f"{what} as the published rows (3D-Mem-AEQA-Eval)"}  # fmt: skip
         return {"comparable": False, "note": "NOT comparable with the published A-EQA rows: "
-                + "; ".join(why) + ". Run experiment=aeqa_published (docs/aeqa.md)."}  # fmt: skip
+                + "; ".join(why) + ". Run experiment=aeqa_published "
+                "(eqa_runner/benchmarks/aeqa/README.md)."}  # fmt: skip
 
     def _summary(
         self,

@@ -40,7 +40,7 @@ FETCH_HINT = (
     "the HM3D v0.2 val scenes are licensed by Matterport: `python -m eqa_runner.data check aeqa` "
     "prints how to get access and stage them"
 )
-SOURCES = {  # where each published file comes from (docs/aeqa.md, Data)
+SOURCES = {  # where each published file comes from (eqa_runner/benchmarks/aeqa/README.md, Data)
     "reference path lengths": "yyuncong/3D-Mem-AEQA-Eval data/gt_path_length.json",
     "question file": "UMass-Embodied-AGI/3D-Mem data/aeqa_questions-184.json",
     "OpenEQA question file": "facebookresearch/open-eqa data/open-eqa-v0.json",
@@ -63,8 +63,8 @@ def _read_json(path: Path, what: str) -> Any:
         )
         raise DataError(
             f"{path}: {what} not found{src}. Set task.data_dir (or the file's task key), stage "
-            "the files as docs/aeqa.md (Data) says, or write the offline demo with "
-            f"`python -m eqa_runner.demo <dir>` and task.data_dir=<dir>/aeqa{off}."
+            "the files as eqa_runner/benchmarks/aeqa/README.md (Data) says, or write the offline "
+            f"demo with `python -m eqa_runner.demo <dir>` and task.data_dir=<dir>/aeqa{off}."
         ) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise DataError(f"{path}: not valid JSON ({e}). Re-download or fix the file.") from None

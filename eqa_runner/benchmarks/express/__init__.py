@@ -1,4 +1,4 @@
-"""EXPRESS-Bench: explore an HM3D scene from a recorded pose, then answer (docs/express.md)."""
+"""EXPRESS-Bench: explore an HM3D scene from a recorded pose, then answer (docs: its README.md)."""
 
 from eqa_runner.benchmarks.express.config import SCHEMAS
 from eqa_runner.registry import Benchmark
@@ -12,7 +12,8 @@ BENCHMARK = Benchmark(
     schemas=SCHEMAS,
     data="eqa_runner.benchmarks.express.data",
     demo="eqa_runner.benchmarks.express.demo.write_express_demo",
-    docs="docs/express.md",
+    docs="eqa_runner/benchmarks/express/README.md",
+    conf_dir="pkg://eqa_runner.benchmarks.express.conf",
     upstream="eqa_runner.benchmarks.express.upstream.ExpressResults",
     original_prompts={  # sha256 of the stripped text -> upstream repo@commit path
         "072253982cbe4ab75328bd2b906589a5b4c7281200330290dcb0b3a0aae1f29b": (

@@ -72,7 +72,8 @@ def off_floor_poses(scenes_dir: Path, eps: list) -> list[str]:
 # ----------------------------------------------------------------------------- HM-EQA
 
 
-# explore-eqa pinned at the commit that fixed its question loading (docs/hmeqa.md)
+# explore-eqa pinned at the commit that fixed its question loading
+# (eqa_runner/benchmarks/hmeqa/README.md)
 def express_raw_files(data_dir: Path) -> dict[str, Path]:
     files = {EXPRESS_QUESTIONS: data_dir / "express-bench.json"}
     for name in EXPRESS_PROMPTS:

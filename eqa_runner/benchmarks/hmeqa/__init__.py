@@ -1,4 +1,4 @@
-"""HM-EQA: explore one floor of an HM3D scene, pick one of four options (docs: docs/hmeqa.md)."""
+"""HM-EQA: explore one floor of an HM3D scene, pick one of four options (docs: its README.md)."""
 
 from eqa_runner.benchmarks.hmeqa.config import SCHEMAS
 from eqa_runner.registry import Benchmark
@@ -12,7 +12,8 @@ BENCHMARK = Benchmark(
     schemas=SCHEMAS,
     data="eqa_runner.benchmarks.hmeqa.data",
     demo="eqa_runner.benchmarks.hmeqa.demo.write_hmeqa_demo",
-    docs="docs/hmeqa.md",
+    docs="eqa_runner/benchmarks/hmeqa/README.md",
+    conf_dir="pkg://eqa_runner.benchmarks.hmeqa.conf",
     upstream="eqa_runner.benchmarks.hmeqa.upstream.HMEQAResults",
     moved={
         "eqa_runner.scoring.hmeqa.HMEQAJudge": "eqa_runner.benchmarks.hmeqa.judge.HMEQAJudge"

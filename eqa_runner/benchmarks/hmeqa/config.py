@@ -35,7 +35,7 @@ HMEQA_ANSWER_RULES = ("weighted", "max")
 @dataclass
 class HMEQAProtocolConfig(ProtocolConfig):
     """``protocol=hmeqa``: per step an answer distribution and a confidence (P(Yes)); the final
-    answer by upstream's ``weighted`` or ``max`` rule (docs/hmeqa.md)."""
+    answer by upstream's ``weighted`` or ``max`` rule (eqa_runner/benchmarks/hmeqa/README.md)."""
 
     _target_: str = "eqa_runner.benchmarks.hmeqa.protocol.HMEQAProtocol"
     # max: the answer at the most confident step | weighted: argmax_k max_t r_t * p_t[k]

@@ -90,7 +90,7 @@ def check_hmeqa(
         "padding options per question: "
         + ", ".join(f"{k}: {n}" for k, n in sorted(padded.items())),
     ]
-    for e in on_pad:  # upstream's one such row is kept (docs/hmeqa.md)
+    for e in on_pad:  # upstream's one such row is kept (eqa_runner/benchmarks/hmeqa/README.md)
         notes.append(
             f"note: question {e.episode_id} ({e.scene} floor {e.meta['floor']}) has its answer "
             "on a padding option; kept as in upstream"

@@ -139,7 +139,7 @@ class HMEQAJudge(Judge):
                 "accuracy: percent of episodes whose chosen letter is the answer (exact match; an "
                 "unparsable answer counts as wrong and is never mapped to a letter); "
                 "success_weighted / success_max: upstream explore-eqa's two rules recomputed "
-                "from the per-step answers (docs/hmeqa.md)"
+                "from the per-step answers (eqa_runner/benchmarks/hmeqa/README.md)"
             ),
             "answers": {
                 "answered": len(answered),

@@ -13,7 +13,8 @@ Two CSV files, as in the Stanford-ILIAD/explore-eqa repository:
 
 Each (scene, floor) is its own single-floor scene; an episode's id is the question's row index
 (upstream's ``question_ind``). Choices are parsed as literals (upstream splits the string and
-mangles the 13 options that contain an apostrophe; this is a deliberate fix, docs/hmeqa.md).
+mangles the 13 options that contain an apostrophe; this is a deliberate fix,
+eqa_runner/benchmarks/hmeqa/README.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""OpenEQA, episodic-memory mode: K frames of a recorded episode (docs: docs/data.md)."""
+"""OpenEQA, episodic-memory mode: K frames of a recorded episode (docs: its README.md)."""
 
 from eqa_runner.benchmarks.openeqa_em.config import SCHEMAS
 from eqa_runner.registry import Benchmark
@@ -13,7 +13,8 @@ BENCHMARK = Benchmark(
     schemas=SCHEMAS,
     data="eqa_runner.benchmarks.openeqa_em.data",
     demo="eqa_runner.benchmarks.openeqa_em.demo.write_openeqa_demo",
-    docs="docs/data.md",
+    docs="eqa_runner/benchmarks/openeqa_em/README.md",
+    conf_dir="pkg://eqa_runner.benchmarks.openeqa_em.conf",
     upstream="eqa_runner.benchmarks.openeqa_em.upstream.OpenEQAPredictions",
     original_prompts={  # sha256 of the stripped text -> upstream repo@commit path
         "45a46482c17a217d304b10f6849100a258f10b873d7e13373587bd6c680876cd": (
