@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import re
 import sys
 from collections.abc import Iterator
@@ -62,14 +63,9 @@ def load_run_config(run_dir: Path, overrides: list[str]) -> DictConfig:
                 f"({', '.join(REJUDGE_KEYS[1:])}); predictions are never recomputed. "
                 "Start a new run for another policy or model."
             )
-        if not o.startswith("+") and OmegaConf.select(cfg, key, default="<missing>") == "<missing>":
-            import difflib
-
-            node = OmegaConf.select(cfg, key.rsplit(".", 1)[0]) if "." in key else cfg
-            known = [str(k) for k in node] if OmegaConf.is_dict(node) else []
-            close = difflib.get_close_matches(key.rsplit(".", 1)[-1], known, n=1)
-            hint = f"; did you mean {key.rsplit('.', 1)[0]}.{close[0]}?" if close else ""
-            raise ConfigError(f"{key}: unknown key in the run's config{hint}")
+        unknown = _unknown_key(cfg, key, adds=o.startswith("+"))
+        if unknown:
+            raise ConfigError(unknown)
     from eqa_runner.llm.secrets import secret_overrides
 
     refusal = secret_overrides(overrides)
@@ -80,6 +76,26 @@ def load_run_config(run_dir: Path, overrides: list[str]) -> DictConfig:
     # merging into a DictConfig gives a DictConfig (omegaconf types the result of any merge)
     merged = OmegaConf.merge(cfg, OmegaConf.from_dotlist([o.lstrip("+") for o in overrides]))
     return cast(DictConfig, merged)
+
+
+def _unknown_key(cfg: DictConfig, key: str, *, adds: bool) -> str | None:
+    """The refusal for an override of a key the run's judge does not have; ``+`` may add a key
+    to a free-form map inside the judge (``+judge.extra_params.user=…``), never to the judge's
+    own options (``+judge.foo=1``: nothing would read it, and the judge refuses it)."""
+    import difflib
+
+    parent, _, name = key.rpartition(".")
+    node = OmegaConf.select(cfg, parent) if parent else cfg
+    if not OmegaConf.is_dict(node):
+        return f"{key}: the run's config has no {parent or key} (its .hydra/config.yaml)"
+    known = [str(k) for k in node]
+    if name in known or (adds and parent != "judge" and OmegaConf.is_dict(node)):
+        return None
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"; did you mean {parent}.{close[0]}?" if close else ""
+    if adds:
+        return f"+{key}: {parent} has no key {name}{hint} (the run's .hydra/config.yaml lists them)"
+    return f"{key}: unknown key in the run's config{hint}"
 
 
 def episode_from_record(rec: EpisodeRecord) -> Episode:
@@ -125,13 +141,64 @@ def rejudge(run_dir: Path, overrides: list[str], *, tag: str | None = None) -> d
     cfg = load_run_config(run_dir, overrides)
     check_capabilities(cfg)
     check_pinned_judge(cfg)
+    from hydra.errors import InstantiationException
+
     try:
         judge = build(cfg.judge, Judge, "judge")  # type: ignore[type-abstract]  # python/mypy#4717
-    except (TypeError, ValueError) as e:
-        raise ConfigError(f"judge: {str(e).splitlines()[0]}") from None
+    except (TypeError, ValueError, InstantiationException) as e:
+        why = e.__cause__ if isinstance(e, InstantiationException) and e.__cause__ else e
+        raise ConfigError(f"judge: {str(why).splitlines()[0].removeprefix('judge: ')}") from None
     tag = check_tag(tag) if tag else tag_for(str(judge.llm_overrides.get("model")))
+    check_writable_run_dir(run_dir, tag)
     with RunLock(run_dir):
-        return _rejudge_locked(run_dir, cfg, judge, tag)
+        try:
+            return _rejudge_locked(run_dir, cfg, judge, tag)
+        except KeyboardInterrupt:
+            raise RejudgeInterrupted(run_dir, tag) from None
+
+
+class RejudgeInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a rejudge: what was judged is kept in ``episodes.rejudged-<tag>.jsonl``."""
+
+    def __init__(self, run_dir: Path, tag: str) -> None:
+        super().__init__(tag)
+        self.run_dir, self.tag = run_dir, tag
+
+    def line(self, overrides: list[str]) -> str:
+        """How many episodes are re-judged, where they are, and the command that resumes."""
+        import shlex
+
+        out = self.run_dir / f"episodes.rejudged-{self.tag}.jsonl"
+        src = final_index(self.run_dir / EPISODES_FILE)
+        done = sum(1 for _, st in final_index(out).values() if st == "ok") if out.is_file() else 0
+        cmd = ["python", "-m", "eqa_runner.rejudge", str(self.run_dir), *overrides,
+               "--tag", self.tag]  # fmt: skip
+        return (
+            f"[eqa_runner] rejudge interrupted: {done} of {len(src)} episodes re-judged, kept in "
+            f"{out.name}; resume with: {shlex.join(cmd)}"
+        )
+
+
+def check_writable_run_dir(run_dir: Path, tag: str) -> None:
+    """Refuse (one line, nothing written) a run dir rejudge cannot write its files into."""
+    import tempfile
+
+    from eqa_runner.errors import RunDirError
+    from eqa_runner.run.rundir import os_error_line
+
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".eqa_write_probe.", dir=run_dir)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise RunDirError(
+            os_error_line(
+                run_dir,
+                e,
+                f"rejudge writes episodes.rejudged-{tag}.jsonl beside the records: "
+                f"copy the run (cp -r {run_dir} <writable dir>) and rejudge the copy",
+            )  # fmt: skip
+        ) from None
 
 
 def final_index(path: Path) -> dict[str, tuple[int, str]]:
@@ -288,6 +355,9 @@ def main(argv: list[str] | None = None) -> None:
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(e.exit_code)
+    except RejudgeInterrupted as e:
+        print(f"\n{e.line(args.overrides)}", file=sys.stderr, flush=True)
+        sys.exit(130)
     c = out.get("counts") or {}
     sys.exit(1 if c.get("error") or c.get("missing") else 0)
 

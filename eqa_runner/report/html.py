@@ -294,8 +294,8 @@ def write_reports(
     if compare:
         dest = Path(out) if out else (common_parent([r.path for r in runs]) or Path("."))
         dest = dest / "report.html" if dest.suffix != ".html" else dest
-        dest.write_text(render(runs, compare=True, baseline=baseline, paired=paired,
-                               max_episodes=max_episodes), encoding="utf-8")  # fmt: skip
+        _write(dest, render(runs, compare=True, baseline=baseline, paired=paired,
+                            max_episodes=max_episodes))  # fmt: skip
         return [dest]
     for r in runs:
         dest = r.path / "report.html"
@@ -303,10 +303,23 @@ def write_reports(
             dest = Path(out) / f"{r.path.name}.html" if len(runs) > 1 else Path(out)
             if dest.suffix != ".html":
                 dest = dest / "report.html"
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(render([r], compare=False, max_episodes=max_episodes), encoding="utf-8")
+        _write(dest, render([r], compare=False, max_episodes=max_episodes))
         written.append(dest)
     return written
+
+
+def _write(dest: Path, html: str) -> None:
+    """Write one report; a place it cannot be written (a read-only run dir) is one line naming
+    it and the fix (``--html-out``), and nothing else is touched."""
+    from eqa_runner.errors import ReportError
+    from eqa_runner.run.rundir import os_error_line
+
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(html, encoding="utf-8")
+    except OSError as e:
+        fix = "write the report elsewhere with --html-out <file.html or dir>"
+        raise ReportError(os_error_line(dest, e, fix)) from None
 
 
 # ----------------------------------------------------------------------------- --judges
@@ -345,6 +358,5 @@ def write_judges_report(rep: JudgesReport, out: Path | None = None) -> Path:
     dest = Path(out) if out else rep.run.path / "judges.html"
     if dest.suffix != ".html":
         dest = dest / "judges.html"
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_text(redact(render_judges(rep)), encoding="utf-8")
+    _write(dest, redact(render_judges(rep)))
     return dest

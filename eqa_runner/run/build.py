@@ -25,10 +25,20 @@ T = TypeVar("T")
 
 
 def build(node: DictConfig, base: type[T], what: str) -> T:
-    """``hydra.utils.instantiate`` + a check against the small base class."""
+    """``hydra.utils.instantiate`` + a check against the small base class. A user error the
+    component's constructor raised (a missing blind run, a bad choice) is re-raised as itself,
+    not in Hydra's ``InstantiationException`` (a traceback): the CLI prints it in one line."""
+    from hydra.errors import InstantiationException
     from hydra.utils import instantiate
 
-    obj = instantiate(node, _convert_="all")
+    from eqa_runner.errors import UserError
+
+    try:
+        obj = instantiate(node, _convert_="all")
+    except InstantiationException as e:
+        if isinstance(e.__cause__, UserError):
+            raise e.__cause__ from None
+        raise
     if not isinstance(obj, base):
         raise ConfigError(
             f"{what}._target_={node.get('_target_')} built a "

@@ -91,10 +91,10 @@ def parse_choices(raw: str, where: str) -> list[str]:
     """The option list of a ``choices`` cell: a Python or JSON list literal of strings."""
     try:
         value = ast.literal_eval(raw)
-    except (ValueError, SyntaxError):
+    except (ValueError, SyntaxError, RecursionError, MemoryError):
         try:
             value = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past the parser's depth: not an option list
             raise DataError(
                 f"{where}: field choices is not a list literal ({raw[:60]!r}); expected e.g. "
                 "['yes', 'no', '(Do not choose this option)', '(Do not choose this option)']."
@@ -167,8 +167,9 @@ def load_questions(path: Path, poses: dict[str, dict[str, Any]], poses_file: Pat
         missing = [k for k in ("scene", "floor", "question", "choices", "answer") if not v[k]]
         if missing:
             raise DataError(f"{where}: missing field(s) {', '.join(missing)}.")
+        parsed = parse_choices(str(v["choices"]), where)  # a DataError naming file and line
         try:
-            choices = pad_choices(parse_choices(str(v["choices"]), where))
+            choices = pad_choices(parsed)
         except ValueError as e:
             raise DataError(f"{where}: field choices: {e}.") from None
         letter = _answer_letter(str(v["answer"]), choices, where)
