@@ -25,12 +25,8 @@ SOURCES = [ROOT / "eqa_runner", ROOT / "hydra_plugins", *sorted((ROOT / "plugins
 EXCEPTIONS: dict[str, str] = {
     # "path[:function]": "why it is generated or table-like"
 }
-_SPLIT = "being split in another branch"
 KNOWN_OFFENDERS: dict[str, tuple[int, str]] = {
     # path[:function] -> (its size when listed, whose branch)
-    "eqa_runner/llm/client.py": (690, f"{_SPLIT}: trust (llm/client.py)"),
-    "eqa_runner/llm/client.py:_call_with_retries": (62, f"{_SPLIT}: trust (llm/client.py)"),
-    "eqa_runner/sim/mesh.py": (579, f"{_SPLIT}: sim (sim/mesh.py)"),
     "eqa_runner/benchmarks/aeqa/task.py:load_aeqa": (63, "edited in the layout branch (item 3)"),
 }
 

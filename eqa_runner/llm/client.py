@@ -16,7 +16,8 @@ Two call paths with the same request, reply handling, accounting and cache keys:
 Admission: calls to one endpoint (``api_base`` or provider, and model) pass an
 :class:`~eqa_runner.llm.adaptive.AdaptiveLimit` (``llm.concurrency: adaptive``; AIMD on 429s
 and timeouts, paused by ``Retry-After``) or a fixed semaphore (``fixed``), both capped by
-``llm.max_concurrent_calls`` and by the run's ``run.workers`` (``ceiling``).
+``llm.max_concurrent_calls`` and by the run's ``run.workers`` (``ceiling``). Each attempt
+passes the gate; retries, backoff and the final error are :mod:`eqa_runner.llm.retries`'.
 """
 
 from __future__ import annotations
@@ -28,21 +29,21 @@ import json
 import logging
 import os
 import random
-import time
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
 from eqa_runner.errors import ConfigSecretError
-from eqa_runner.llm.adaptive import ERROR, OK, RATE_LIMITED, AdaptiveLimit, limit_for
+from eqa_runner.llm.adaptive import AdaptiveLimit, limit_for
 from eqa_runner.llm.cache import CACHE_FORMAT_VERSION, DiskCache
 from eqa_runner.llm.completions import direct_completion, litellm_completion
 from eqa_runner.llm.config import LLMConfig
-from eqa_runner.llm.errors import EmptyReplyError, LLMError, is_retryable, retry_after_s, short
+from eqa_runner.llm.errors import EmptyReplyError, LLMError, short
 from eqa_runner.llm.loader import load_litellm
 from eqa_runner.llm.logprobs import logprob_params
 from eqa_runner.llm.messages import Message, message_images, message_text, wire_messages
 from eqa_runner.llm.offline import DEFAULT_OFFLINE_REPLY, is_offline, offline_completion
+from eqa_runner.llm.retries import RetryLoop
 from eqa_runner.llm.transport import (
     ADAPTIVE_DECREASE,
     ADAPTIVE_INCREASE,
@@ -54,9 +55,7 @@ from eqa_runner.llm.transport import (
     direct_post,
     endpoint_stats,
     endpoint_summary,
-    error_name,
     limiter,
-    outcome_of,
     plain_openai_chat,
     provider_of,
 )
@@ -403,54 +402,12 @@ class LLMClient:
                 direct = False
         if not direct:
             send = self._litellm_send(messages, params)
-        gate = self._gate()
         log.debug("%s call: %d messages, payload ~%d bytes", self.cfg.model, len(messages), payload)
-        retries = 0
-        while True:
-            t0 = time.perf_counter()
-            ticket = await gate.acquire()
-            try:
-                resp = await asyncio.wait_for(send(), timeout=self.cfg.timeout_s + 5)
-            except asyncio.CancelledError:  # episode timeout: the attempt in flight is lost
-                asyncio.ensure_future(gate.release(ticket, ERROR))
-                account_failure(retries)
-                raise
-            except Exception as exc:  # noqa: BLE001 - classified below
-                wait = retry_after_s(exc)
-                outcome = outcome_of(exc)
-                await gate.release(ticket, outcome, wait if outcome == RATE_LIMITED else None)
-                if outcome == RATE_LIMITED and isinstance(gate, AdaptiveLimit):
-                    log.info(
-                        "%s %s: rate limited; calls in flight limited to %.1f (peak %d)",
-                        self.endpoint, self.cfg.model, gate.limit, gate.peak_in_flight,
-                    )  # fmt: skip
-                ok = exc.retryable if isinstance(exc, DirectCallError) else is_retryable(exc)
-                if not ok or retries >= self.cfg.max_retries:
-                    account_failure(retries)
-                    name = error_name(exc)
-                    raise LLMError(
-                        f"{self.cfg.model} ({self.role}) failed after {retries} retries: "
-                        f"{name}: {short(exc)}"
-                    ) from exc
-                if wait is None:
-                    wait = min(self.cfg.backoff_max_s, self.cfg.backoff_base_s * 2**retries)
-                    wait *= 0.5 + self._rng.random() / 2
-                wait = min(wait, self.cfg.backoff_max_s)
-                retries += 1
-                log.info(
-                    "%s: %s, retry %d in %.2fs", self.cfg.model, error_name(exc), retries, wait
-                )
-            else:
-                await gate.release(ticket, OK)
-                latency = time.perf_counter() - t0
-                if direct:
-                    return direct_completion(self, resp, params, retries, latency, payload)
-                return litellm_completion(self, resp, params, retries, latency, payload)
-            try:
-                await asyncio.sleep(wait)
-            except asyncio.CancelledError:  # cancelled while backing off: `retries` requests made
-                account_failure(retries - 1)
-                raise
+        retry = RetryLoop(self.cfg, self.role, self.endpoint, self._rng)
+        resp, retries, latency = await retry.run(send, self._gate())
+        if direct:
+            return direct_completion(self, resp, params, retries, latency, payload)
+        return litellm_completion(self, resp, params, retries, latency, payload)
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float | None:
         """The config's explicit price (``llm.input_usd_per_mtok`` …) of a reply, else litellm's
