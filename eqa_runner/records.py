@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 
 EPISODES_FILE = "episodes.jsonl"
 SUMMARY_FILE = "summary.json"
+PROVENANCE_FILE = "provenance.json"  # what produced the records (eqa_runner.run.provenance)
 LOCK_FILE = ".eqa_runner.lock"
 
 

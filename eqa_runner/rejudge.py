@@ -148,6 +148,7 @@ def rejudge(run_dir: Path, overrides: list[str], *, tag: str | None = None) -> d
     except (TypeError, ValueError, InstantiationException) as e:
         why = e.__cause__ if isinstance(e, InstantiationException) and e.__cause__ else e
         raise ConfigError(f"judge: {str(why).splitlines()[0].removeprefix('judge: ')}") from None
+    judge.check_inputs(cfg.task.get("name"), _scored_data(run_dir))
     tag = check_tag(tag) if tag else tag_for(str(judge.llm_overrides.get("model")))
     check_writable_run_dir(run_dir, tag)
     with RunLock(run_dir):
@@ -199,6 +200,14 @@ def check_writable_run_dir(run_dir: Path, tag: str) -> None:
                 f"copy the run (cp -r {run_dir} <writable dir>) and rejudge the copy",
             )  # fmt: skip
         ) from None
+
+
+def _scored_data(run_dir: Path) -> dict[str, Any]:
+    """The data hashes of the run's recorded provenance (empty without one)."""
+    from eqa_runner.run.provenance import read_provenance
+
+    prov = read_provenance(run_dir) or {}
+    return dict((prov.get("inputs") or {}).get("data") or {})
 
 
 def final_index(path: Path) -> dict[str, tuple[int, str]]:

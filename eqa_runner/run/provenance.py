@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from eqa_runner.errors import RunDirError
+from eqa_runner.records import PROVENANCE_FILE
 
-PROVENANCE_FILE = "provenance.json"
+__all__ = ["PROVENANCE_FILE"]  # re-exported: the run dir code names it from here
 
 # Keys that never change a record's content: where files are, how fast and with how many
 # workers it runs, which endpoint serves a model, and which episodes are selected (a resume may

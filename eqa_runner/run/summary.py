@@ -191,6 +191,11 @@ def build_summary(
             t = r["error"]["type"] if r["error"] else "Error"
             errors[t] = errors.get(t, 0) + 1
     summary["errors_by_type"] = errors
+    summary["errors_note"] = (
+        f"{summary['counts']['error']} error record(s): an error is never scored, under any "
+        "scoring rule (not in the headline, not a missing prediction); run.resume=true retries "
+        "them"
+    )
     replies = policy_replies(recs)
     if replies:
         summary["policy_replies"] = replies

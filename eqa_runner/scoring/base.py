@@ -89,6 +89,12 @@ class Judge(ABC):
         vals = [v for m in metrics if (v := self.progress_value(m)) is not None]
         return 100.0 * sum(vals) / len(vals) if vals else None
 
+    def check_inputs(self, task_name: str | None, data: Mapping[str, Any]) -> None:
+        """Refuse (a ``UserError``, before anything is written) inputs the judge reads besides
+        the records, e.g. another run, that do not fit the scored run: task ``task_name`` with
+        the data hashes ``data`` (its task's ``describe()``). Default: nothing to check."""
+        return None
+
     def estimate_requests(self, episode: Episode, prompts_dir: str | None) -> list[RequestEstimate]:
         return []
 

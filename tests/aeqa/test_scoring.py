@@ -98,13 +98,13 @@ def test_aggregate_zero_rule():
     j = AEQAJudge(model="offline", missing_prediction="zero")
     out = j.aggregate(_records(j), bootstrap_samples=50)
     h = out["headline"]
-    # a b c d + e f as 0; g h excluded
-    assert h["llm_match"]["n"] == 6
-    assert h["llm_match"]["mean"] == pytest.approx(100 * (1 + 0.5 + 0.75 + 1 + 0 + 0) / 6)
-    assert h["llm_match_spl"]["n"] == 5  # d has no reference length
-    assert h["llm_match_spl"]["mean"] == pytest.approx(100 * (1 + 0.25 + 0 + 0 + 0) / 5)
+    # a b c d + e as 0; f (an error record: never a number, issue 25), g h excluded
+    assert h["llm_match"]["n"] == 5
+    assert h["llm_match"]["mean"] == pytest.approx(100 * (1 + 0.5 + 0.75 + 1 + 0) / 5)
+    assert h["llm_match_spl"]["n"] == 4  # d has no reference length
+    assert h["llm_match_spl"]["mean"] == pytest.approx(100 * (1 + 0.25 + 0 + 0) / 4)
     c = out["counts_aeqa"]
-    assert (c["judged"], c["missing_empty"], c["missing_policy_error"]) == (4, 1, 1)
+    assert (c["judged"], c["missing_empty"], c["errors_excluded"]) == (4, 1, 1)
     assert (c["judge_failed"], c["no_reference_length"]) == (2, 1)
     assert out["by_category"]["world knowledge"]["llm_match_spl"]["mean"] == pytest.approx(25.0)
     ps = out["path_stats"]
@@ -156,5 +156,6 @@ def test_blind_policy_run_has_no_spl():
     j = AEQAJudge(model="offline")
     m = {**metrics(j, 5, {"raw_reply": "A: x"}), "has_path": 0.0}
     out = j.aggregate([rec("a", m), rec("b", {}, status="error", error=None)], bootstrap_samples=10)
-    assert out["headline"]["llm_match"]["mean"] == 50.0  # b: policy failure -> 0
+    # b: an error record is never a number (issue 25; it scored 0 before)
+    assert out["headline"]["llm_match"]["mean"] == 100.0 and out["headline"]["llm_match"]["n"] == 1
     assert out["headline"]["llm_match_spl"] == {"mean": None, "ci95": [None, None], "n": 0}

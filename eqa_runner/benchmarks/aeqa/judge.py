@@ -12,9 +12,8 @@ hop lengths (``judge.path_length=geodesic``, default) or the hops' top-down stra
 (``euclidean_xz``, 3D-Mem's measure); ``l`` from the trace (the task's reference length) or the
 episode. A policy that does not move (``blind``) has no ``p``: its ``llm_match_spl`` is n/a.
 
-A question without prediction — the answer is empty, the policy failed on it (an error record
-of stage ``policy``), or (with a blind run) it has no record at all — is scored by
-``judge.missing_prediction``:
+A question without prediction — the answer is empty, or (with a blind run) it has no record at
+all — is scored by ``judge.missing_prediction``:
 
 * ``blind_fallback`` (default; 3D-Mem-AEQA-Eval's ``get-scores.py``, the scorer behind the
   published 3D-Mem rows): the denominator is every question the blind run (``judge.blind_run_dir``,
@@ -31,13 +30,16 @@ its mark with weight 0 (``judge.missing_path=weight0``, upstream: ``p = ∞``), 
 ``llm_match_spl`` mean (``exclude``). Marks are used as recorded, ``(σ − 1)/4`` unclipped, as
 upstream (the project's judge parser only yields 1..5; a blind file may hold others).
 
-Every rule's uses are counted in the summary. A judge failure (unparsable reply, or an error
-record of stage ``judge``) is never a missing prediction: it is excluded and counted.
+Every rule's uses are counted in the summary. An error record is never a missing prediction and
+never a number under any rule: a judge failure (unparsable reply, or an error of stage ``judge``)
+is excluded and counted (``judge_failed``), any other error record (data, simulator, model
+endpoint, the policy failing) too (``errors_excluded``): it says the run did not measure that
+question, and ``run.resume=true`` retries it. (``judge.blind_run_dir`` must be a finished
+``policy=blind`` run of the same question file: :mod:`eqa_runner.benchmarks.aeqa.blind`.)
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import statistics
@@ -46,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from eqa_runner import capabilities as cap
+from eqa_runner.benchmarks.aeqa.blind import check_blind_source, load_blind_run
 from eqa_runner.benchmarks.aeqa.config import (
     AEQA_MISSING_PATH,
     AEQA_MISSING_RULES,
@@ -55,7 +58,7 @@ from eqa_runner.benchmarks.aeqa.config import AEQAJudgeConfig as Schema
 from eqa_runner.benchmarks.openeqa_em.llm_match import LLMMatchJudge
 from eqa_runner.errors import ConfigError
 from eqa_runner.llm import LLMClient
-from eqa_runner.records import EPISODES_FILE, SUMMARY_FILE, final_records, read_records
+from eqa_runner.records import EPISODES_FILE
 from eqa_runner.scoring.aggregate import clusters_of, interval_of
 from eqa_runner.scoring.efficiency import path_weight
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
@@ -80,43 +83,6 @@ def _num(v: Any) -> float | None:
 
 def _nan(v: float | None) -> float:
     return math.nan if v is None else float(v)
-
-
-def load_blind_scores(source: Path) -> tuple[dict[str, int], str | None]:
-    """{question_id: mark} of a blind run's ok, judged records (``source``: its run dir or one of
-    its ``episodes*.jsonl``), and the judge model its summary names (if any)."""
-    scores, model, _ = load_blind_run(source)
-    return scores, model
-
-
-def load_blind_run(
-    source: Path,
-) -> tuple[dict[str, int], str | None, dict[str, EpisodeRecord]]:
-    """:func:`load_blind_scores` and the blind run's scored records by question id (in file
-    order), which stand in for questions the scored run has no record of."""
-    if source.is_dir():
-        jsonl, summary = source / EPISODES_FILE, source / SUMMARY_FILE
-    else:  # episodes.jsonl / episodes.rejudged-<tag>.jsonl beside summary[.rejudged-<tag>].json
-        jsonl = source
-        summary = source.with_name(source.name.replace("episodes", "summary", 1)).with_suffix(
-            ".json"
-        )
-    recs = final_records(read_records(jsonl))
-    scored = {
-        i: r
-        for i, r in recs.items()
-        if r["status"] == "ok"
-        and r["judge_ok"]
-        and _num(r["metrics"].get("score_1to5")) is not None
-    }
-    scores = {i: int(_num(r["metrics"].get("score_1to5")) or 0) for i, r in scored.items()}
-    model = None
-    if summary.is_file():
-        try:
-            model = json.loads(summary.read_text()).get("models", {}).get("judge")
-        except (OSError, json.JSONDecodeError):
-            model = None
-    return scores, model, scored
 
 
 class AEQAJudge(LLMMatchJudge):
@@ -166,13 +132,19 @@ class AEQAJudge(LLMMatchJudge):
             if missing_prediction == "blind_fallback" and self.blind_run_dir is None
             else missing_prediction
         )
-        if missing_prediction == "blind_fallback" and self.blind_run_dir is not None:
+        if self.applied_rule == "blind_fallback" and self.blind_run_dir is not None:
             src = self.blind_run_dir
             if not (src / EPISODES_FILE if src.is_dir() else src).is_file():
                 raise ConfigError(
                     f"judge.blind_run_dir={src}: no {EPISODES_FILE} there; run the blind "
                     "baseline first (python -m eqa_runner experiment=aeqa_blind ...)."
                 )
+
+    def check_inputs(self, task_name: str | None, data: Mapping[str, Any]) -> None:
+        """With ``blind_fallback``, the blind run must be a finished ``policy=blind`` run of this
+        task over the same question file (:func:`.blind.check_blind_source`)."""
+        if self.applied_rule == "blind_fallback" and self.blind_run_dir is not None:
+            check_blind_source(self.blind_run_dir, task_name, data)
 
     # -------------------------------------------------------------- one question
     def path_metrics(self, episode: Episode, trace: dict[str, Any]) -> dict[str, float]:
@@ -227,12 +199,15 @@ class AEQAJudge(LLMMatchJudge):
         return {**path, "llm_match_spl": _nan(spl)}
 
     # -------------------------------------------------------------- aggregation
-    def _missing_kind(self, r: EpisodeRecord) -> str | None:
-        """Why a record has no prediction to judge ("empty", "policy_error"), else None."""
+    @staticmethod
+    def _missing_kind(r: EpisodeRecord) -> str | None:
+        """What a record without a mark is: "empty" (no answer, scored by the rule), "error" (an
+        error record outside the judge stage: never scored, under any rule), else None (judged,
+        or a judge failure)."""
         if r["status"] == "ok":
             return "empty" if r["metrics"].get("missing_prediction") else None
         err = r["error"]
-        return "policy_error" if err is None or err.get("stage") != "judge" else None
+        return "error" if err is None or err.get("stage") != "judge" else None
 
     def progress_value(self, metrics: Mapping[str, float | None]) -> float | None:
         if metrics.get("missing_prediction"):
@@ -291,7 +266,7 @@ class AEQAJudge(LLMMatchJudge):
             blind, blind_model, blind_recs = load_blind_run(self.blind_run_dir)
         explores = any(r["metrics"].get("has_path") for r in records if r["status"] == "ok")
         counts = dict.fromkeys(("judged", "no_reference_length", "no_path_length", "judge_failed",
-                                "missing_empty", "missing_policy_error", "missing_not_run",
+                                "missing_empty", "errors_excluded", "missing_not_run",
                                 "outside_blind_run", "blind_fallback_used",
                                 "blind_fallback_absent"), 0)  # fmt: skip
         # per question: (record, llm_match, llm_match_spl or None); marks unclipped (upstream)
@@ -303,6 +278,9 @@ class AEQAJudge(LLMMatchJudge):
                 continue
             seen.add(str(r["episode_id"]))
             kind = self._missing_kind(r)
+            if kind == "error":  # data / infrastructure / policy failure: no number at all
+                counts["errors_excluded"] += 1
+                continue
             v = (self._judged(r, explores, counts) if kind is None
                  else self._missing(r, f"missing_{kind}", blind, explores, counts))  # fmt: skip
             if v is not None:
