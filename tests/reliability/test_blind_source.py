@@ -55,8 +55,8 @@ def runs(tmp_path_factory, aeqa_data) -> dict[str, Path]:
 
 def _scored(tmp_path: Path, data: Path, source: Path, *extra: str):
     run_dir = tmp_path / "scored"
-    res = run_cli(["task=aeqa", "policy=blind", f"task.data_dir={data}", *OFFLINE,
-                   f"judge.blind_run_dir={source}", f"hydra.run.dir={run_dir}", *extra])  # fmt: skip
+    args = ["task=aeqa", "policy=blind", f"task.data_dir={data}", *OFFLINE]
+    res = run_cli([*args, f"judge.blind_run_dir={source}", f"hydra.run.dir={run_dir}", *extra])
     return res, run_dir
 
 
