@@ -27,8 +27,9 @@ def current_rss_mb() -> float:
 
 
 @contextlib.contextmanager
-def llm_server_process(config: dict) -> Iterator[str]:
-    """Start ``eqa_runner.testing.llm_server`` in its own process; yields the /v1 base URL."""
+def llm_server_process(config: dict, cpus: int | None = None) -> Iterator[str]:
+    """Start ``eqa_runner.testing.llm_server`` in its own process (pinned to core ``cpus`` if
+    given); yields the /v1 base URL."""
     with tempfile.TemporaryDirectory() as tmp:
         cfg, port_file = Path(tmp) / "rules.json", Path(tmp) / "port"
         cfg.write_text(json.dumps(config))
@@ -48,6 +49,8 @@ def llm_server_process(config: dict) -> Iterator[str]:
             stderr=subprocess.DEVNULL,
             cwd=ROOT,
         )
+        if cpus is not None and hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(proc.pid, {cpus})
         try:
             deadline = time.time() + 20
             while not port_file.exists() or not port_file.read_text().strip():

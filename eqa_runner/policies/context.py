@@ -13,6 +13,7 @@ import numpy as np
 
 from eqa_runner.llm import LLMClient
 from eqa_runner.sim.base import NavigableMap, Simulator
+from eqa_runner.timing import OFF, PartTimes
 
 T = TypeVar("T")
 
@@ -47,6 +48,7 @@ class EpisodeContext:
     # moves an agent sets ``scene_map`` from it while it holds the scene (on the sim thread)
     scene_maps: Any = None  # eqa_runner.mapping.trajectory.SceneMaps
     scene_map: NavigableMap | None = None
+    times: PartTimes = OFF  # run.profile=true: this episode's per-step part timer
 
     async def run_cpu(self, fn: Callable[..., T], *args: Any) -> T:
         """Run CPU-bound work (image decode/encode, mapping) off the event loop."""

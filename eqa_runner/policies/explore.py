@@ -72,6 +72,7 @@ from eqa_runner.policies.sim_session import (
 from eqa_runner.sim import geometry as geo
 from eqa_runner.sim.base import Observation, SceneSpec
 from eqa_runner.sim.config import SimConfig
+from eqa_runner.timing import OFF, PartTimes, clock
 from eqa_runner.types import Episode, Prediction
 
 # policy.stop_llm: the stop check's own endpoint, key variable and price
@@ -205,6 +206,8 @@ class ExplorePolicy(Policy):
         answer = await self.answer(episode, ctx, x)
         trace = x.trace(answer)
         trace.update(await ctx.run_cpu(x.proposer.finish))
+        if ctx.times.enabled:  # run.profile: the parts outside the steps (answer step …)
+            trace["profile"] = ctx.times.take()
         return Prediction(
             answer=answer.answer, images_for_judge=answer.images_for_judge, trace=trace
         )
@@ -220,7 +223,7 @@ class ExplorePolicy(Policy):
         rot0 = np.asarray(meta["start_rotation"], dtype=float)  # verbatim (w, x, y, z)
         spec = await ctx.run_cpu(ctx.task.resolve_scene, episode, session.sim)
         proposer = self.proposer_factory()
-        proposer.artifacts_dir = ctx.artifacts_dir
+        proposer.artifacts_dir, proposer.times = ctx.artifacts_dir, ctx.times
         x = Exploration(
             episode=episode,
             proposer=proposer,
@@ -254,6 +257,9 @@ class ExplorePolicy(Policy):
         self, x: Exploration, step: int, session: SimSession, ctx: EpisodeContext
     ) -> bool:
         """Observe → (not black: map update + stop check) → move. True: stop exploring."""
+        started, times = clock(), ctx.times
+        if times.enabled and step == 0:
+            times.take()  # the scene load and set-up are not the first step's
         s = x.state
         x.state = AgentState(step, s.position, s.rotation, s.floor_height)
         rec: dict[str, Any] = {
@@ -262,7 +268,7 @@ class ExplorePolicy(Policy):
             "rotation": vec(x.state.rotation),
         }
         if x.goal_distances is not None and x.goal is not None:
-            d = await session.call(goal_distance, session.sim, x.state, x.goal)
+            d = await session.call(goal_distance, session.sim, x.state, x.goal, times)
             x.goal_distances.append(d)
             rec["goal_distance"] = round(d, 5) if math.isfinite(d) else None
         obs, black = await self._observe(x, rec, session, ctx)
@@ -272,11 +278,11 @@ class ExplorePolicy(Policy):
             await ctx.run_cpu(x.proposer.update, obs, x.state)
             rec["t_update_s"] = round(time.perf_counter() - t1, 4)
             self.protocol.on_frame(x, obs, x.last_frame)
-            if await self.check_step(x, view, ctx):
-                x.stopped = True
-                x.steps.append(rec)
-                return True
-        stop = await self._move(x, rec, session, ctx, view)
+            with times.span("model"):  # the stop check's model calls, minus their prompts
+                x.stopped = await self.check_step(x, view, ctx)
+        stop = x.stopped or await self._move(x, rec, session, ctx, view)
+        if times.enabled:
+            rec["profile"] = times.step(started)
         x.steps.append(rec)
         return stop
 
@@ -290,13 +296,17 @@ class ExplorePolicy(Policy):
     ) -> tuple[Observation, bool]:
         """Render the current view; keep it as ``x.last_frame`` (and as an artifact)."""
         t0 = time.perf_counter()
-        obs = await session.call(observe_at, session.sim, x.state.position, x.state.rotation)
-        x.last_frame, black = await ctx.run_cpu(_frame_info, obs.rgb, self.black_pixel_ratio)
+        pose = (x.state.position, x.state.rotation)
+        obs = await session.call(observe_at, session.sim, *pose, ctx.times)
+        x.last_frame, black = await ctx.run_cpu(
+            _frame_info, obs.rgb, self.black_pixel_ratio, ctx.times
+        )
         rec["black"] = bool(black)
         rec["t_observe_s"] = round(time.perf_counter() - t0, 4)
         if ctx.artifacts_dir is not None:
             ctx.artifacts_dir.mkdir(parents=True, exist_ok=True)
-            (ctx.artifacts_dir / f"step_{rec['step']:03d}.png").write_bytes(x.last_frame)
+            with ctx.times.part("artifacts"):
+                (ctx.artifacts_dir / f"step_{rec['step']:03d}.png").write_bytes(x.last_frame)
         return obs, black
 
     async def _move(
@@ -321,14 +331,14 @@ class ExplorePolicy(Policy):
             return True
         if isinstance(guided, Waypoint):
             wp = guided
-            hop = await session.call(hop_to, session.sim, state, wp, radius, ctx.rng)
+            hop = await session.call(hop_to, session.sim, state, wp, radius, ctx.rng, ctx.times)
         elif x.proposer.needs_sim:
             wp, hop = await session.call(
                 propose_and_hop, x.proposer, session.sim, state, radius, ctx.rng
             )
         else:
             wp = await ctx.run_cpu(x.proposer.propose, state)
-            hop = await session.call(hop_to, session.sim, state, wp, radius, ctx.rng)
+            hop = await session.call(hop_to, session.sim, state, wp, radius, ctx.rng, ctx.times)
         if math.isfinite(hop.length):
             x.path_len += hop.length
         else:
@@ -411,7 +421,9 @@ def check_on_floor(sim: Any, start: np.ndarray, goal: np.ndarray | None) -> None
             )
 
 
-def _frame_info(rgb: np.ndarray, black_ratio: float) -> tuple[bytes, bool]:
+def _frame_info(rgb: np.ndarray, black_ratio: float, times: PartTimes = OFF) -> tuple[bytes, bool]:
     """(PNG bytes, whether the frame is mostly black: >= black_ratio of the pixels are 0)."""
     n_black = int(np.count_nonzero(rgb.reshape(-1, rgb.shape[-1]).sum(axis=1) == 0))
-    return encode_png(rgb), n_black >= black_ratio * rgb.shape[0] * rgb.shape[1]
+    with times.part("encode"):
+        png = encode_png(rgb)
+    return png, n_black >= black_ratio * rgb.shape[0] * rgb.shape[1]

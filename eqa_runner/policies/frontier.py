@@ -99,9 +99,10 @@ class FrontierProposer(WaypointProposer):
         if self.look_around and self.sim is not None:
             self._look_around(agent_state)
         t0, c0 = time.perf_counter(), time.thread_time()
-        wp = self.planner.next_pose(
-            agent_state.position_normal, agent_yaw=agent_state.yaw, step=agent_state.step
-        )
+        with self.times.part("plan"):
+            wp = self.planner.next_pose(
+                agent_state.position_normal, agent_yaw=agent_state.yaw, step=agent_state.step
+            )
         self.plan_ms.append((time.perf_counter() - t0) * 1e3)
         self.plan_cpu_ms.append((time.thread_time() - c0) * 1e3)
         self.fuse_ms.append(self._step_fuse)
@@ -140,7 +141,8 @@ class FrontierProposer(WaypointProposer):
     def _fuse(self, obs: Observation, agent_state: AgentState) -> None:
         t0, c0 = time.perf_counter(), time.thread_time()
         pose = geo.cam_pose_tsdf(obs.cam_to_world)
-        self.planner.update(obs.depth, obs.intrinsics, pose, agent_state.position_normal)
+        with self.times.part("fuse"):
+            self.planner.update(obs.depth, obs.intrinsics, pose, agent_state.position_normal)
         self._step_fuse += (time.perf_counter() - t0) * 1e3
         self._step_fuse_cpu += (time.thread_time() - c0) * 1e3
 
@@ -151,7 +153,8 @@ class FrontierProposer(WaypointProposer):
         for off in self.look_around:
             t0 = time.perf_counter()
             sim.set_agent_pose(state.position, geo.yaw_to_quat(state.yaw + off))
-            obs = sim.observe()
+            with self.times.part("render"):
+                obs = sim.observe()
             t_render += time.perf_counter() - t0
             self._fuse(obs, state)
         sim.set_agent_pose(state.position, state.rotation)

@@ -25,6 +25,7 @@ import numpy as np
 from eqa_runner.policies.config import RandomProposerConfig
 from eqa_runner.sim import geometry as geo
 from eqa_runner.sim.base import Observation, Simulator
+from eqa_runner.timing import OFF, PartTimes
 from eqa_runner.types import Episode
 
 if TYPE_CHECKING:
@@ -83,6 +84,7 @@ class WaypointProposer(ABC):
         """The next pose; NaN coordinates ask the loop for its random fallback."""
 
     artifacts_dir: Path | None = None  # set by the loop when run.save_artifacts=true
+    times: PartTimes = OFF  # the episode's part timer, set by the loop (run.profile=true)
 
     def finish(self) -> dict[str, Any]:
         """(CPU pool) Episode end: write artifacts; the returned fields are added to the trace."""

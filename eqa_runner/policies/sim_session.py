@@ -31,6 +31,7 @@ from eqa_runner.policies.proposer import AgentState, Waypoint, WaypointProposer
 from eqa_runner.sim import geometry as geo
 from eqa_runner.sim.base import Observation, SceneSpec, Simulator
 from eqa_runner.sim.pool import instances_of
+from eqa_runner.timing import OFF, PartTimes
 
 
 class SimSession:
@@ -129,9 +130,12 @@ class SimSession:
 # (all run on the simulator thread; each first re-places this episode's agent)
 
 
-def observe_at(sim: Simulator, pos: np.ndarray, rot: np.ndarray) -> Observation:
+def observe_at(
+    sim: Simulator, pos: np.ndarray, rot: np.ndarray, times: PartTimes = OFF
+) -> Observation:
     sim.set_agent_pose(pos, rot)
-    return sim.observe()
+    with times.part("render"):
+        return sim.observe()
 
 
 @dataclass
@@ -146,6 +150,19 @@ class Hop:
 
 
 def hop_to(
+    sim: Simulator,
+    last: AgentState,
+    wp: Waypoint,
+    fallback_radius: float,
+    rng: np.random.Generator,
+    times: PartTimes = OFF,
+) -> Hop:
+    """Snap the waypoint to the navmesh (else a random point near), and its geodesic length."""
+    with times.part("hop"):
+        return _hop(sim, last, wp, fallback_radius, rng)
+
+
+def _hop(
     sim: Simulator,
     last: AgentState,
     wp: Waypoint,
@@ -176,9 +193,12 @@ def propose_and_hop(
 ) -> tuple[Waypoint, Hop]:
     sim.set_agent_pose(state.position, state.rotation)
     wp = proposer.propose(state)
-    return wp, hop_to(sim, state, wp, fallback_radius, rng)
+    return wp, hop_to(sim, state, wp, fallback_radius, rng, proposer.times)
 
 
-def goal_distance(sim: Simulator, state: AgentState, goal: np.ndarray) -> float:
+def goal_distance(
+    sim: Simulator, state: AgentState, goal: np.ndarray, times: PartTimes = OFF
+) -> float:
     sim.set_agent_pose(state.position, state.rotation)
-    return float(sim.geodesic_distance(state.position, goal))
+    with times.part("geodesic"):
+        return float(sim.geodesic_distance(state.position, goal))

@@ -30,8 +30,8 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -75,6 +75,8 @@ from eqa_runner.policies.vlm_questions import (
 )
 from eqa_runner.sim import geometry as geo
 from eqa_runner.types import Episode
+
+T = TypeVar("T")
 
 
 class VLMExploreProposer(FrontierProposer, GuidedProposer):
@@ -132,7 +134,8 @@ class VLMExploreProposer(FrontierProposer, GuidedProposer):
         if not self.ask_confidence:
             return None
         word = "Yes" if view.state.step >= OFFLINE_STOP_AFTER else "No"
-        msgs = confident_messages(view.episode, ImagePart(view.frame))
+        with self.times.part("prompt"):
+            msgs = confident_messages(view.episode, ImagePart(view.frame))
         c = await ask(ctx.llm, msgs, f"{word} {OFFLINE_TAG}", self.top_logprobs)
         p, src = yes_probability(c.text, getattr(c, "logprobs", None))
         self._count(CONFIDENT, src)
@@ -151,8 +154,9 @@ class VLMExploreProposer(FrontierProposer, GuidedProposer):
         pose = geo.cam_pose_tsdf(obs.cam_to_world)
         hw = (int(obs.rgb.shape[0]), int(obs.rgb.shape[1]))
         pts: PromptPoints = await ctx.run_cpu(
-            self.planner.prompt_points, state.position_normal, pose, obs.intrinsics, hw, self.vp
-        )
+            self._timed, "points", self.planner.prompt_points,
+            state.position_normal, pose, obs.intrinsics, hw, self.vp,
+        )  # fmt: skip
         vlm = view.record.setdefault("vlm", {})
         vlm["candidates"] = int(pts.candidates)
         if len(pts) < self.vp.min_num_prompt_points:
@@ -160,18 +164,24 @@ class VLMExploreProposer(FrontierProposer, GuidedProposer):
             return None
         n = len(pts)
         letters = option_letters(n)
-        drawn = await ctx.run_cpu(draw_letters, obs.rgb, pts.pixels, self.vp.circle_radius)
+        drawn = await ctx.run_cpu(
+            self._timed, "encode", draw_letters, obs.rgb, pts.pixels, self.vp.circle_radius
+        )
         if self.save_prompt_images and self.artifacts_dir is not None:
             name = f"step_{state.step:03d}_prompt.png"
             self.artifacts_dir.mkdir(parents=True, exist_ok=True)
-            (self.artifacts_dir / name).write_bytes(drawn)
+            with self.times.part("artifacts"):
+                (self.artifacts_dir / name).write_bytes(drawn)
             self.prompt_images.append(name)
             vlm["prompt_image"] = name
         lsv_task = self._lsv(view.episode, drawn, n, ctx, vlm)
         gsv_task = self._gsv(view.episode, view.frame, ctx, vlm)
-        lsv, gsv = await asyncio.gather(lsv_task, gsv_task)
+        with self.times.span("model"):  # both questions at once, minus their prompt building
+            lsv, gsv = await asyncio.gather(lsv_task, gsv_task)
         values = [v * gsv for v in lsv]
-        await ctx.run_cpu(self.planner.integrate_semantic, pts.xy, np.asarray(values))
+        await ctx.run_cpu(
+            self._timed, "semantic", self.planner.integrate_semantic, pts.xy, np.asarray(values)
+        )
         self.prompted_steps += 1
         vlm.update(
             points=[
@@ -196,7 +206,8 @@ class VLMExploreProposer(FrontierProposer, GuidedProposer):
         scale = n / self.vp.num_prompt_points
         if not self.use_lsv:
             return [scale / n] * n
-        msgs = direction_messages(ep, n, ImagePart(drawn))
+        with self.times.part("prompt"):
+            msgs = direction_messages(ep, n, ImagePart(drawn))
         c = await ask(ctx.llm, msgs, f"A {OFFLINE_TAG}", self.top_logprobs)
         probs, src = letter_probs(c.text, getattr(c, "logprobs", None), n)
         self._count(DIRECTION, src)
@@ -211,12 +222,18 @@ class VLMExploreProposer(FrontierProposer, GuidedProposer):
         """exp(P(Yes) / gsv_T) / gsv_F (1 when off; P(Yes) = 0.5 when unparsable)."""
         if not self.use_gsv:
             return 1.0
-        msgs = worth_messages(ep, ImagePart(frame))
+        with self.times.part("prompt"):
+            msgs = worth_messages(ep, ImagePart(frame))
         c = await ask(ctx.llm, msgs, f"Yes {OFFLINE_TAG}", self.top_logprobs)
         p, src = yes_probability(c.text, getattr(c, "logprobs", None))
         self._count(WORTH, src)
         vlm.update(worth=_r(p), worth_source=src, worth_reply=c.text[:200])
         return math.exp((0.5 if p is None else p) / self.gsv_T) / self.gsv_F
+
+    def _timed(self, part: str, fn: Callable[..., T], *args: Any) -> T:
+        """(CPU pool) ``fn(*args)`` timed as ``part`` of the step (run.profile)."""
+        with self.times.part(part):
+            return fn(*args)
 
     # ------------------------------------------------------------------ planning and episode end
     def propose(self, agent_state: AgentState) -> Waypoint:

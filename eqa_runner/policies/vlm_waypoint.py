@@ -185,7 +185,8 @@ class WaypointVLMProposer(GuidedProposer):
     ) -> Waypoint | DesignedStop | None:
         state = view.state
         msgs = self.messages(view.episode, state, view.budget, ImagePart(view.frame))
-        c = await ask(ctx.llm, msgs, self.offline_reply(state), None)
+        with self.times.span("model"):
+            c = await ask(ctx.llm, msgs, self.offline_reply(state), None)
         parsed = parse_waypoint(c.text)
         vlm = view.record.setdefault("vlm", {})
         vlm["waypoint_reply"] = c.text[-400:]

@@ -28,6 +28,9 @@ class RunConfig:
     # an animated replay (frames beside the map position)
     trajectory_maps: bool = True
     episode_timeout_s: float = bounded(1800.0, gt=0)
+    # per-step part timings (render, fuse, plan, encode, prompt, model …) of exploration
+    # episodes in each step's trace entry (trace.steps[i].profile); bench/step_profile.py
+    profile: bool = False
     progress: bool = True
     cache: bool = True  # disk cache of model calls
     cache_dir: str = "${oc.env:EQA_RUNNER_CACHE_DIR,.cache/eqa_runner}"

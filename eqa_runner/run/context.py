@@ -37,12 +37,14 @@ class EpisodeSettings:
     prompts_dir: str | None
     episode_timeout_s: float
     trajectory_maps: bool = True
+    profile: bool = False
 
     @classmethod
     def from_cfg(cls, cfg: DictConfig) -> EpisodeSettings:
         return cls(int(cfg.run.seed), bool(cfg.run.save_artifacts), cfg.prompts.dir,
                    float(cfg.run.episode_timeout_s),
-                   bool(cfg.run.get("trajectory_maps", True)))  # fmt: skip
+                   bool(cfg.run.get("trajectory_maps", True)),
+                   bool(cfg.run.get("profile", False)))  # fmt: skip
 
 
 @dataclass(frozen=True)

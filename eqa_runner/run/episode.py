@@ -15,6 +15,7 @@ from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.records import artifact_name
 from eqa_runner.run.context import RunContext
 from eqa_runner.run.maps import draw_episode_maps
+from eqa_runner.timing import OFF, PartTimes
 from eqa_runner.types import Episode, EpisodeRecord, ErrorInfo
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,7 @@ def episode_context(ep: Episode, run: RunContext) -> EpisodeContext:
         artifacts_dir=art,
         run_dir=run.out_dir,
         scene_maps=run.scene_maps,
+        times=PartTimes(True) if s.profile else OFF,
     )
 
 

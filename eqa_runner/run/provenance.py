@@ -44,6 +44,7 @@ PLUMBING_KEYS: tuple[str, ...] = (
     "run.save_artifacts",
     "run.trajectory_maps",
     "run.episode_timeout_s",
+    "run.profile",
     "run.bootstrap_samples",
     "run.max_cost_usd",
     "run.allow_unpriced",

@@ -62,10 +62,9 @@ class ExpressProtocol(ExploreProtocol):
         """Ask the stop model whether the current view suffices to answer."""
         t1 = time.perf_counter()
         word = "yes" if rec["step"] >= OFFLINE_STOP_AFTER else "no"
-        c = await x.stop_llm.acomplete(
-            self.stop_messages(x.episode, ctx.prompts_dir, ImagePart(x.last_frame)),
-            offline_reply=f"{word} {OFFLINE_TAG}",
-        )
+        with ctx.times.part("prompt"):
+            msgs = self.stop_messages(x.episode, ctx.prompts_dir, ImagePart(x.last_frame))
+        c = await x.stop_llm.acomplete(msgs, offline_reply=f"{word} {OFFLINE_TAG}")
         rec["stop_reply"] = c.text
         rec["t_stop_s"] = round(time.perf_counter() - t1, 4)
         return is_yes(c.text, policy.stop_match)
@@ -77,10 +76,10 @@ class ExpressProtocol(ExploreProtocol):
         judge sees the last frame (saved under ``judge_images/``)."""
         t1 = time.perf_counter()
         images = (ImagePart(x.last_frame),) if x.stopped else ()
-        c = await ctx.llm.acomplete(
-            self.answer_messages(episode, ctx.prompts_dir, *images),
-            offline_reply=f"{OFFLINE_TAG} answer",
-        )
+        with ctx.times.part("prompt"):
+            msgs = self.answer_messages(episode, ctx.prompts_dir, *images)
+        with ctx.times.span("model"):
+            c = await ctx.llm.acomplete(msgs, offline_reply=f"{OFFLINE_TAG} answer")
         return AnswerStep(
             answer=c.text.replace("A:", "").strip(),
             prompt=ANSWER_PROMPT if x.stopped else BLIND_PROMPT,
