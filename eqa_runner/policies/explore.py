@@ -40,7 +40,7 @@ import numpy as np
 
 from eqa_runner import capabilities as cap
 from eqa_runner.errors import ConfigError
-from eqa_runner.images import encode_png
+from eqa_runner.images import black_pixels, encode_png
 from eqa_runner.llm import LLMClient, RequestEstimate
 from eqa_runner.llm.config import LLMConfig
 from eqa_runner.policies.base import Policy
@@ -423,7 +423,7 @@ def check_on_floor(sim: Any, start: np.ndarray, goal: np.ndarray | None) -> None
 
 def _frame_info(rgb: np.ndarray, black_ratio: float, times: PartTimes = OFF) -> tuple[bytes, bool]:
     """(PNG bytes, whether the frame is mostly black: >= black_ratio of the pixels are 0)."""
-    n_black = int(np.count_nonzero(rgb.reshape(-1, rgb.shape[-1]).sum(axis=1) == 0))
+    n_black = black_pixels(rgb)
     with times.part("encode"):
         png = encode_png(rgb)
     return png, n_black >= black_ratio * rgb.shape[0] * rgb.shape[1]

@@ -10,7 +10,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from eqa_runner.images import FrameError, image_size, load_frame, mime_of, resized_size
+from eqa_runner.images import (
+    FrameError,
+    black_pixels,
+    image_size,
+    load_frame,
+    mime_of,
+    resized_size,
+)
 
 
 def gradient(w: int, h: int) -> Image.Image:
@@ -185,3 +192,15 @@ def test_float_frame_refused(tmp_path: Path) -> None:
     Image.fromarray(np.linspace(0, 1, 64, dtype=np.float32).reshape(8, 8), "F").save(path)
     with pytest.raises(FrameError, match="f.tif.*no display range"):
         load_frame(path)
+
+
+@pytest.mark.parametrize("channels", [3, 4])
+def test_black_pixels_counts_pixels_with_every_channel_zero(channels):
+    rng = np.random.default_rng(0)
+    rgb = rng.integers(0, 3, (37, 41, channels), dtype=np.uint8)  # many zero channels
+    rgb[:5] = 0
+    by_sum = int(np.count_nonzero(rgb.reshape(-1, channels).sum(axis=1) == 0))  # the old rule
+    assert black_pixels(rgb) == by_sum > 5 * 41
+    assert black_pixels(rgb.astype(np.float32)) == by_sum
+    assert black_pixels(np.zeros((4, 4, 3), np.uint8)) == 16
+    assert black_pixels(np.full((4, 4, 3), 255, np.uint8)) == 0
