@@ -234,14 +234,14 @@ def main() -> None:
     ap.add_argument("--modes", nargs="+", default=["fbe", "fbe/numpy", "fbe/every-voxel", "re"])
     args = ap.parse_args()
     look = args.look_around
-    if look is None:
+    if look is None:  # the policy's default: fbe.yaml's value, else its schema's
         from omegaconf import OmegaConf
 
-        look = list(
-            OmegaConf.load(
-                ROOT / "eqa_runner" / "conf" / "policy" / "fbe.yaml"
-            ).proposer.look_around_deg
-        )
+        from eqa_runner.policies.config import FrontierProposerConfig
+
+        fbe_yaml = OmegaConf.load(ROOT / "eqa_runner" / "conf" / "policy" / "fbe.yaml")
+        default = FrontierProposerConfig().look_around_deg
+        look = list(OmegaConf.select(fbe_yaml, "proposer.look_around_deg", default=default))
     fp = None if args.footprint == "none" else tuple(float(x) for x in args.footprint.split("x"))
     sim, name = make_sim(args.scene_seed, fp, args.size)
     starts = {

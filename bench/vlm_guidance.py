@@ -170,6 +170,7 @@ def run_agent(agent: str, data: Path, out: Path, steps: int, size: int, seed: in
             "config",
             overrides=[
                 "task=express", f"policy={policy}", f"policy.proposer._target_={target}",
+                "policy.proposer.look_around_deg=[120,240]",  # the same for every agent
                 f"task.data_dir={data}", f"policy.max_steps={steps}", f"sim.width={size}",
                 f"sim.height={size}", "run.workers=1", "run.cache=false", "run.progress=false",
                 f"run.seed={seed}", "run.bootstrap_samples=10", f"run.output_dir={out}",

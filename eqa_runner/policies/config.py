@@ -51,7 +51,8 @@ class FrontierProposerConfig(ProposerConfig):
     _target_: str = "eqa_runner.policies.frontier.FrontierProposer"
     # Look-around: extra views rendered at each waypoint (habitat yaw offsets in degrees from
     # the forward view), fused into the map only; the stop check sees the forward view alone.
-    # [] = upstream (one frame per step). Each entry costs one simulator render per step.
+    # [] = upstream (one frame per step, the default); [120, 240] = three views 120 deg apart.
+    # Each entry costs one simulator render per step.
     look_around_deg: list[float] = field(default_factory=list)
     save_maps: bool = True  # run.save_artifacts=true: top-down map PNG per step (episode end)
     map_scale: int = bounded(4, ge=1)  # PNG pixels per map cell
@@ -83,8 +84,9 @@ class ExplorePolicyConfig(PolicyConfig):
     fallback_radius_m: float = bounded(
         3.0, gt=0
     )  # NaN / unsnappable waypoint: random point this close
-    # prefix: the reply starts with "yes" | contains: "yes" anywhere (upstream)
-    stop_match: str = one_of("prefix", STOP_MATCHES)
+    # contains: "yes" anywhere in the reply, case-insensitive (upstream EXPRESS-Bench main.py)
+    # | prefix: the reply starts with "yes" (a "not yes" reply does not stop)
+    stop_match: str = one_of("contains", STOP_MATCHES)
     # skip: unreachable hops add nothing to path_len (upstream) | inf
     unreachable_hop: str = one_of("skip", UNREACHABLE_HOPS)
     estimate_steps: int = bounded(

@@ -81,9 +81,10 @@ class ExploreProtocol:
 
 
 def is_yes(reply: str, mode: str) -> bool:
-    """The stop check's verdict: the reply starts with "yes" (``prefix``) or contains it."""
+    """The stop check's verdict: the reply contains "yes" (``contains``, upstream EXPRESS-Bench's
+    ``"yes" in reply.lower()``) or starts with it (``prefix``)."""
     text = reply.strip().lower()
-    if mode == "contains":  # the upstream script's test
+    if mode == "contains":
         return "yes" in text
     return text.lstrip("*_`'\"“‘([ \t\n").startswith("yes")
 

@@ -149,7 +149,7 @@ def test_aeqa_end_to_end_resume_rejudge_report(tmp_path, compose_cfg, llm_server
     llm_server.configure(rules=RULES)
     out_fbe = tmp_path / "fbe"
     cfg_fbe = compose_cfg(
-        [*_overrides(aeqa_demo, llm_server, "fbe"), "policy.proposer.look_around_deg=[]"],
+        _overrides(aeqa_demo, llm_server, "fbe"),
         out=out_fbe,
     )
     run(cfg_fbe)

@@ -210,7 +210,7 @@ def test_fbe_end_to_end_on_demo(tmp_path, compose_cfg, llm_server):
         srcs = [s["source"] for s in tr["steps"]]
         assert set(srcs) <= {"frontier", "commit", "fallback"} and "frontier" in srcs
         assert tr["source_counts"]["frontier"] == srcs.count("frontier")
-        assert tr["views_per_step"] == 3 and len(tr["topdown_maps"]) == 4
+        assert tr["views_per_step"] == 1 and len(tr["topdown_maps"]) == 4  # one view (upstream)
     pngs = sorted((tmp_path / "r" / "artifacts").rglob("topdown_*.png"))
     assert len(pngs) == 8 and pngs[0].read_bytes().startswith(b"\x89PNG")
     assert json.loads((tmp_path / "r" / "summary.json").read_text())["counts"]["ok"] == 2
