@@ -1,4 +1,5 @@
-"""``sim=mesh``: open3d raycasting of a coloured triangle mesh + a navigable floor grid.
+"""``sim=mesh``: a coloured triangle mesh rendered by a compiled z-buffer rasteriser
+(:mod:`eqa_runner.sim.raster`; open3d ray casts for point queries) + navigable floor spans.
 
 open3d is imported lazily (first ``load_scene``), so building the simulator is cheap.
 """
@@ -39,14 +40,12 @@ log = logging.getLogger(__name__)
 
 MESH_SUFFIXES = (".ply", ".glb", ".gltf", ".obj", ".basis.glb")
 _LIGHT = (np.array([0.35, 0.85, 0.4]) / np.linalg.norm([0.35, 0.85, 0.4])).astype(np.float32)
-_GL_TO_CV = np.diag([1.0, -1.0, -1.0, 1.0])  # OpenGL camera axes -> OpenCV camera axes
 # shading x255, two-sided: ambient + headlight * |cos(view ray, n)| + sun * |cos(sun, n)|
 _AMBIENT, _HEAD, _SUN = 0.35 * 255.0, 0.45 * 255.0, 0.2 * 255.0
-_CULL_PASSES, _CULL_EPS = 4, 1e-4  # back-face culling: re-casts per frame, step past a hit (m)
 
 
 class MeshSimulator(Simulator):
-    """Renders RGB-D by raycasting; navigation on a rasterised floor grid per floor height."""
+    """Renders RGB-D by rasterising; navigation on a rasterised floor grid per floor height."""
 
     def __init__(
         self,
@@ -117,7 +116,8 @@ class MeshSimulator(Simulator):
         self._fcol = self._vcol[tri].mean(axis=1)
         per_vertex = self._vcol[tri]
         self._flat_colors = bool(np.abs(per_vertex - self._fcol[:, None]).max(initial=0) < 1e-3)
-        self._prepare_shading(np.asarray(mesh.vertices, dtype=np.float64), tri)
+        self._v64 = np.ascontiguousarray(mesh.vertices, dtype=np.float64)
+        self._prepare_shading(self._v64, tri)
         self._rc = o3d.t.geometry.RaycastingScene()
         self._rc.add_triangles(
             o3d.core.Tensor(np.asarray(mesh.vertices, dtype=np.float32)),
@@ -173,22 +173,18 @@ class MeshSimulator(Simulator):
         }
 
     def _pixel_terms(self):
-        """Per-sensor constants: pinhole intrinsics, camera-frame ray x/y (forward component
-        -1) and the headlight factor ``_HEAD / |ray|`` per pixel.
-
-        Rays pass through pixel centres (u + 0.5, v + 0.5), where GL rasterisation samples,
-        as ``create_rays_pinhole`` casts them with the same intrinsics."""
+        """Per-sensor constants: pinhole intrinsics (3, 3), camera-frame ray x/y through each
+        pixel centre (u + 0.5, v + 0.5, where GL rasterisation samples; forward component -1)
+        and the headlight factor ``_HEAD / |ray|`` per pixel."""
         if self._pix is None:
-            o3d = _o3d()
             s = self.sensor
             k = geo.intrinsics_from_hfov(s.hfov_deg, s.width, s.height)
-            k_o3d = k.copy()
             x = ((np.arange(s.width) + 0.5 - k[0, 2]) / k[0, 0]).astype(np.float32)
             y = (-(np.arange(s.height) + 0.5 - k[1, 2]) / k[1, 1]).astype(np.float32)
             xx = np.broadcast_to(x[None, :], (s.height, s.width)).reshape(-1)
             yy = np.broadcast_to(y[:, None], (s.height, s.width)).reshape(-1)
             head = (_HEAD / np.sqrt(xx * xx + yy * yy + 1.0)).astype(np.float32)
-            self._pix = (o3d.core.Tensor(k_o3d), xx.copy(), yy.copy(), head)
+            self._pix = (k, xx.copy(), yy.copy(), head)
         return self._pix
 
     def set_sensor(self, sensor: SensorSpec) -> None:
@@ -201,24 +197,25 @@ class MeshSimulator(Simulator):
     ) -> tuple[np.ndarray, np.ndarray]:
         """RGB (H, W, 3) uint8 and z-depth (H, W) float32 from a habitat/OpenGL camera pose.
 
-        One ray cast per frame; colour and shading come from per-face arrays prepared at load
+        One rasterisation per frame (the hits of rays through the pixel centres: z-depth,
+        triangle, barycentrics; back faces culled with ``cull_back_faces``, as habitat-sim's
+        single-sided triangles); colour and shading come from per-face arrays prepared at load
         (the headlight term is the only per-pixel one), all in float32, in one compiled pass.
         ``reference=True`` shades with the numpy reference instead (the test oracle of the
         compiled pass; identical frames, slower).
         """
-        o3d = _o3d()
+        from eqa_runner.sim.raster import rasterize, rotate_normals
+
         s = self.sensor
-        k_o3d, x, y, head_k = self._pixel_terms()
+        k, x, y, head_k = self._pixel_terms()
         cam = np.asarray(cam_to_world, dtype=np.float64)
-        world_to_cv = geo.invert_pose(cam @ _GL_TO_CV)  # open3d wants an OpenCV extrinsic
-        rays = o3d.t.geometry.RaycastingScene.create_rays_pinhole(
-            k_o3d, o3d.core.Tensor(world_to_cv), s.width, s.height
-        )  # unit forward component: t_hit is the z-depth
         n_f = len(self._fcol)
         # headlight: |n . d| / |d| with n in the camera frame, d = (x, y, -1)
-        n_cam = cam[:3, :3].T.astype(np.float32) @ self._fn_t  # (3, F + 1)
-        out = self._cast_frame(rays, n_cam, x, y)
-        t = out["t_hit"]
+        n_cam = rotate_normals(cam[:3, :3].astype(np.float32), self._fn_t)  # (3, F + 1)
+        t, pid, uv = rasterize(
+            self._v64, self._tri32, cam, k, s.width, s.height, self.cull_back_faces
+        )  # z-depth, as a ray through each pixel centre with unit forward component hits
+        out = {"t_hit": t, "primitive_ids": pid, "primitive_uvs": uv}
         shade = self._shade_reference if reference else self._shade_compiled
         return shade(out, t, n_f, n_cam, x, y, head_k)
 
@@ -227,38 +224,6 @@ class MeshSimulator(Simulator):
         from eqa_runner.sim.shade_kernel import shade_reference
 
         return shade_reference(self, out, t, n_f, n_cam, x, y, head_k)
-
-    def _cast_frame(self, rays, n_cam: np.ndarray, x: np.ndarray, y: np.ndarray) -> dict:
-        """One frame's hits as flat numpy arrays (t_hit, primitive_ids, primitive_uvs).
-
-        With ``cull_back_faces`` (default) a ray that hits a triangle from behind goes on
-        through it, as in habitat-sim's rasteriser (single-sided triangles, counter-clockwise
-        front): such rays are cast again from just past the hit, at most ``_CULL_PASSES``
-        times per frame.
-        """
-        out = self._rc.cast_rays(rays, nthreads=0)
-        t = out["t_hit"].numpy().reshape(-1)
-        pid = out["primitive_ids"].numpy().reshape(-1)
-        uv = out["primitive_uvs"].numpy().reshape(-1, 2)
-        if self.cull_back_faces:
-            n_f = len(self._fcol)
-            flat_rays = None
-            for _ in range(_CULL_PASSES):
-                idx = np.nonzero(pid < n_f)[0]
-                p = pid[idx]
-                facing = n_cam[0, p] * x[idx] + n_cam[1, p] * y[idx] - n_cam[2, p]
-                back = idx[facing > 0]  # the normal points away from the camera
-                if back.size == 0:
-                    break
-                if flat_rays is None:
-                    flat_rays = rays.numpy().reshape(-1, 6)
-                r = flat_rays[back]
-                start = t[back] + _CULL_EPS
-                res = self.cast(r[:, :3] + r[:, 3:] * start[:, None], r[:, 3:])
-                t[back] = start + res["t_hit"]
-                pid[back] = res["primitive_ids"]
-                uv[back] = res["primitive_uvs"]
-        return {"t_hit": t, "primitive_ids": pid, "primitive_uvs": uv}
 
     def _shade_compiled(self, out, t, n_f, n_cam, x, y, head_k):
         """``render``'s shading as one compiled pass (:mod:`eqa_runner.sim.shade_kernel`)."""

@@ -128,3 +128,69 @@ def test_sensor_forward_offset_moves_the_camera_and_its_depth(rooms):
     d0, d1 = base.depth[31:33, 47:49].mean(), moved.depth[31:33, 47:49].mean()
     assert d0 > 1.0  # the centre ray hits the same wall from 0.75 m closer
     assert d1 == pytest.approx(d0 - 0.75, abs=0.02)
+
+
+@pytest.mark.parametrize("cull", [False, True])
+def test_rasteriser_gives_the_ray_cast_hits(cull):
+    """The z-buffer rasteriser against open3d's ray cast through the same pixel centres, on
+    a procedural apartment from random poses: same z-depth, triangle and barycentrics. With
+    culling the cast's front-facing hits are a subset (a ray hitting a back face first is
+    where the rasteriser shows what lies behind it)."""
+    from eqa_runner.demo.apartment import generate_apartment
+    from eqa_runner.sim.mesh import _o3d
+    from eqa_runner.sim.raster import INVALID, rasterize
+
+    apt = generate_apartment(3, n_rooms=3)
+    sim = MeshSimulator(width=64, height=48, cull_back_faces=cull)
+    sim.load_arrays(TriangleMeshData(apt.vertices, apt.triangles, apt.vertex_colors))
+    o3d = _o3d()
+    k = sim._pixel_terms()[0]
+    rng = np.random.default_rng(1)
+    for _ in range(6):
+        sim.set_agent_pose(sim.random_navigable_point(rng), geo.yaw_to_quat(rng.uniform(-3, 3)))
+        cam = sim.camera_pose()
+        t, pid, uv = rasterize(sim._v64, sim._tri32, cam, k, 64, 48, cull)
+        ext = geo.invert_pose(cam @ np.diag([1.0, -1.0, -1.0, 1.0]))
+        rays = o3d.t.geometry.RaycastingScene.create_rays_pinhole(
+            o3d.core.Tensor(k), o3d.core.Tensor(ext), 64, 48
+        )
+        ref = sim._rc.cast_rays(rays)
+        t0 = ref["t_hit"].numpy().reshape(-1)
+        p0 = ref["primitive_ids"].numpy().reshape(-1)
+        uv0 = ref["primitive_uvs"].numpy().reshape(-1, 2)
+        hit, hit0 = pid != INVALID, np.isfinite(t0)
+        if not cull:
+            assert (hit != hit0).mean() <= 0.002
+        same = hit & hit0 & (pid == p0)
+        assert same.sum() >= 0.95 * hit0.sum() if not cull else same.sum() > 0
+        np.testing.assert_allclose(t[same], t0[same], atol=1e-4)
+        np.testing.assert_allclose(uv[same], uv0[same], atol=1e-3)
+        both = hit & hit0
+        if not cull:  # another triangle only where two meet at the same depth (edges)
+            np.testing.assert_allclose(t[both], t0[both], atol=1e-3)
+
+
+def test_back_faces_are_culled_and_the_near_plane_clips():
+    """A wall seen from behind is invisible with culling and drawn without; one triangle of
+    floor with two corners behind the camera is clipped at the near plane, and every pixel
+    below the horizon gets its exact depth."""
+    wall_v = np.array([[-3, 0, -2], [3, 0, -2], [3, 3, -2], [-3, 3, -2]], dtype=float)
+    front = np.array([[0, 1, 2], [0, 2, 3]])  # counter-clockwise seen from the camera
+    grey = np.full((4, 3), 0.5)
+    cam = geo.camera_to_world(np.zeros(3), geo.yaw_to_quat(0.0), 1.5, 0.0)  # looks down -z
+    for faces, cull, seen in ((front, True, True), (front[:, ::-1], True, False),
+                              (front[:, ::-1], False, True)):  # fmt: skip
+        sim = MeshSimulator(width=32, height=32, cull_back_faces=cull)
+        sim.load_arrays(TriangleMeshData(wall_v, faces, grey))
+        depth = sim.render(cam)[1]
+        assert (depth > 0).any() == seen
+        if seen:
+            assert depth[16, 16] == pytest.approx(2.0, abs=1e-5)
+    floor_v = np.array([[-100.0, 0.0, 50.0], [100.0, 0.0, 50.0], [0.0, 0.0, -100.0]])
+    sim = MeshSimulator(width=32, height=32)
+    sim.load_arrays(TriangleMeshData(floor_v, np.array([[0, 1, 2]]), grey[:3]))
+    depth = sim.render(cam)[1]
+    k = sim._pixel_terms()[0]
+    v = np.arange(17, 32)
+    np.testing.assert_allclose(depth[v, 16], 1.5 * k[1, 1] / (v + 0.5 - k[1, 2]), rtol=1e-5)
+    assert np.all(depth[:16] == 0.0) and np.all(depth[17:] > 0)
