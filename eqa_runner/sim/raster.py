@@ -13,6 +13,7 @@ release the GIL and write disjoint rows).
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -22,6 +23,15 @@ NEAR = 0.01  # m, habitat-sim's default near plane
 INVALID = np.uint32(0xFFFFFFFF)  # a miss, as open3d reports it
 _EDGE_EPS = -1e-9  # edge functions are normalised: a pixel on a shared edge goes to both
 _POOL: ThreadPoolExecutor | None = None
+
+
+def _forget_pool() -> None:
+    """In a forked child the parent's pool threads do not exist: start a new pool there."""
+    global _POOL
+    _POOL = None
+
+
+os.register_at_fork(after_in_child=_forget_pool)
 
 
 @njit(cache=True, nogil=True)

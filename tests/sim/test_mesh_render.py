@@ -194,3 +194,23 @@ def test_back_faces_are_culled_and_the_near_plane_clips():
     v = np.arange(17, 32)
     np.testing.assert_allclose(depth[v, 16], 1.5 * k[1, 1] / (v + 0.5 - k[1, 2]), rtol=1e-5)
     assert np.all(depth[:16] == 0.0) and np.all(depth[17:] > 0)
+
+
+_FORKED: list[MeshSimulator] = []  # the simulator a forked child inherits (not picklable)
+
+
+def _render_sum() -> float:
+    sim = _FORKED[0]
+    return float(sim.render(sim.camera_pose())[1].sum())
+
+
+def test_a_forked_child_renders_after_its_parent(rooms):
+    """The rasteriser's band threads live in a pool: a child forked after the parent rendered
+    starts its own pool instead of waiting on threads that do not exist there."""
+    import multiprocessing
+
+    rooms.set_agent_pose([3.0, 0.0, 3.0], geo.yaw_to_quat(0.0))
+    _FORKED[:] = [rooms]
+    want = _render_sum()
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert pool.apply_async(_render_sum).get(timeout=60) == want
