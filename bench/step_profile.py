@@ -172,7 +172,8 @@ def child(args: argparse.Namespace) -> None:
         r = records[m["id"]]
         steps = r["trace"].get("steps", [])
         rows.append({**m, "status": r["status"], "total": r["timings"]["total_s"],
-                     "steps": [s.get("profile") for s in steps]})  # fmt: skip
+                     "steps": [s.get("profile") for s in steps],
+                     "outside": r["trace"].get("profile")})  # fmt: skip
     (out / "rows.json").write_text(json.dumps(rows))
 
 
@@ -253,6 +254,13 @@ def report(name: str, rows: list[dict[str, Any]]) -> None:
         keys = ("load", "render", "model", "write", "overhead")
         print(f"  per episode, {clock} ms per step: "
               + "  ".join(f"{k} {ep[k]:.1f}" for k in keys))  # fmt: skip
+    for clock in ("wall", "cpu"):
+        outside = [r["outside"][clock] for r in rows if r.get("outside")]
+        if outside:
+            names = sorted({k for o in outside for k in o})
+            med = {k: _median([o.get(k, 0.0) * 1e3 for o in outside]) for k in names}
+            print(f"  outside the steps, {clock} ms per episode: "
+                  + "  ".join(f"{k} {v:.1f}" for k, v in med.items()))  # fmt: skip
     for clock in ("wall", "cpu"):
         table = dict(step_table(rows, clock))
         over = table.get("overhead", episode_table(rows, clock)["overhead"])

@@ -68,6 +68,11 @@ class PartTimes:
             self.wall[name] = self.wall.get(name, 0.0) + wall
             self.cpu[name] = self.cpu.get(name, 0.0) + cpu
 
+    def merge(self, parts: dict[str, dict[str, float]]) -> None:
+        """Add back what :meth:`take` returned (e.g. an episode's set-up after its steps)."""
+        for name, wall in parts["wall"].items():
+            self.add(name, wall, parts["cpu"].get(name, 0.0))
+
     def take(self) -> dict[str, dict[str, float]]:
         """``{"wall": {part: s}, "cpu": {part: s}}`` so far (rounded to 10 µs); start afresh."""
         out = {

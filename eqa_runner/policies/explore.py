@@ -205,7 +205,8 @@ class ExplorePolicy(Policy):
         x = await self.explore(episode, ctx)
         answer = await self.answer(episode, ctx, x)
         trace = x.trace(answer)
-        trace.update(await ctx.run_cpu(x.proposer.finish))
+        with ctx.times.part("finish"):
+            trace.update(await ctx.run_cpu(x.proposer.finish))
         if ctx.times.enabled:  # run.profile: the parts outside the steps (answer step …)
             trace["profile"] = ctx.times.take()
         return Prediction(
@@ -233,23 +234,26 @@ class ExplorePolicy(Policy):
         )
         if x.goal is not None and self.protocol.goal_distance_each_step:
             x.goal_distances = []
-        t_start = time.perf_counter()
+        t_start, times = time.perf_counter(), ctx.times
         async with session.lease(str(spec.mesh_path)) as lane:  # one simulator of the run's
-            x.area = await lane.call(_setup, lane, spec, x, ctx.rng)
-            floor_goal = x.goal if self.protocol.goal_on_floor else None
-            await lane.call(check_on_floor, lane.sim, start, floor_goal)
-            if ctx.scene_maps is not None:  # once per scene and floor per run
-                ctx.scene_map = await lane.call(
-                    ctx.scene_maps.get, lane.sim, str(spec.mesh_path), x.state.floor_height
-                )
+            with times.span("setup"):  # run.profile: the scene load is its own part
+                x.area = await lane.call(_setup, lane, spec, x, ctx.rng, times)
+                floor_goal = x.goal if self.protocol.goal_on_floor else None
+                await lane.call(check_on_floor, lane.sim, start, floor_goal)
+                if ctx.scene_maps is not None:  # once per scene and floor per run
+                    ctx.scene_map = await lane.call(
+                        ctx.scene_maps.get, lane.sim, str(spec.mesh_path), x.state.floor_height
+                    )
+            setup = times.take()  # the steps' parts are each step's own
             x.budget = self.budget(x.area)
             for step in range(x.budget):
                 if await self._step(x, step, lane, ctx):
                     break
             if x.goal is not None:
-                x.d_t = await lane.call(goal_distance, lane.sim, x.state, x.goal)
+                x.d_t = await lane.call(goal_distance, lane.sim, x.state, x.goal, times)
                 if x.goal_distances is not None:
                     x.goal_distances.append(x.d_t)
+        times.merge(setup)
         x.explore_s = time.perf_counter() - t_start
         return x
 
@@ -258,8 +262,6 @@ class ExplorePolicy(Policy):
     ) -> bool:
         """Observe → (not black: map update + stop check) → move. True: stop exploring."""
         started, times = clock(), ctx.times
-        if times.enabled and step == 0:
-            times.take()  # the scene load and set-up are not the first step's
         s = x.state
         x.state = AgentState(step, s.position, s.rotation, s.floor_height)
         rec: dict[str, Any] = {
@@ -379,9 +381,16 @@ class ExplorePolicy(Policy):
         return self.protocol.prompts(prompts_dir)
 
 
-def _setup(session: SimSession, spec: SceneSpec, x: Exploration, rng: np.random.Generator) -> float:
+def _setup(
+    session: SimSession,
+    spec: SceneSpec,
+    x: Exploration,
+    rng: np.random.Generator,
+    times: PartTimes = OFF,
+) -> float:
     """(simulator thread) Load the scene, place the agent at the start, reset the proposer."""
-    session.ensure_scene(spec, x.state.position)
+    with times.part("load"):
+        session.ensure_scene(spec, x.state.position)
     session.sim.set_agent_pose(x.state.position, x.state.rotation)
     area = session.sim.scene_area()
     x.proposer.reset(x.episode, session.sim, rng)
