@@ -119,6 +119,11 @@ def _ids(ids: tuple[str, ...]) -> str:
     return shown + (f" (+{len(ids) - NAMED_IDS} more)" if len(ids) > NAMED_IDS else "")
 
 
+def _task_of(run: Run) -> str | None:
+    name = (run.summary.get("task") or {}).get("name") or run.section("task").get("name")
+    return None if name is None else str(name)
+
+
 def paired_differences(
     runs: list[Run],
     baseline: int = 0,
@@ -142,6 +147,12 @@ def paired_differences(
         if i == baseline:
             continue
         name = r.short or r.label
+        tasks = (_task_of(runs[baseline]), _task_of(r))
+        if None not in tasks and tasks[0] != tasks[1]:
+            notes.append(f"{name}: another task ({tasks[1]}) than the baseline's ({tasks[0]}): "
+                         "Δ not paired (the same episode id is another question) and the means "
+                         "are not comparable")  # fmt: skip
+            continue
         if sc is None or base is None:
             who = r.label if sc is None else runs[baseline].label
             notes.append(f"{name}: Δ is the difference of the means, not paired (no per-episode "

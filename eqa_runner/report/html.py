@@ -65,6 +65,7 @@ class EpisodeRow:
     map: Image | None = None  # the trajectory map (exploration tasks)
     strip: list[Image] = field(default_factory=list)  # step frames (run.save_artifacts=true)
     replay: str | None = None  # animated replay as a data URI (run.save_artifacts=true)
+    topdown: list[Image] = field(default_factory=list)  # fbe's map per step (save_artifacts)
 
 
 @dataclass
@@ -111,14 +112,26 @@ def _images(rec: EpisodeRecord, run_dir: Path, ep_dir: Path | None, thumbs: Thum
     return out
 
 
-def episode_media(trace: dict[str, Any], run_dir: Path, thumbs: Thumbs) -> dict[str, Any]:
-    """The trajectory map, the step strip and the replay of one episode (when recorded)."""
+def episode_media(
+    trace: dict[str, Any], run_dir: Path, thumbs: Thumbs, episode_id: str | None = None
+) -> dict[str, Any]:
+    """The trajectory map, the step strip, the replay and the frontier policies' top-down maps
+    (``trace.topdown_maps`` in ``artifacts/<episode>/``) of one episode (when recorded)."""
     out: dict[str, Any] = {}
     for key in ("trajectory_map", "topdown"):
         uri = file_uri(run_dir / trace[key], "image/png") if trace.get(key) else None
         if uri:
             out["map"] = Image(uri, "trajectory map", str(trace[key]))
             break
+    if trace.get("topdown_maps") and episode_id is not None:
+        from eqa_runner.records import artifact_name
+
+        art = run_dir / "artifacts" / artifact_name(episode_id)
+        maps = [(n, thumbs(art / str(n))) for n in trace["topdown_maps"]]
+        out["topdown"] = [Image(uri, "top-down map", str(n)) for n, uri in maps if uri]
+        last = file_uri(art / str(trace["topdown_maps"][-1]), "image/png")
+        if "map" not in out and last:  # the final map stands in for a trajectory map
+            out["map"] = Image(last, "top-down map", str(trace["topdown_maps"][-1]))
     if trace.get("replay"):
         replay = run_dir / trace["replay"]
         out["replay"] = file_uri(replay, "image/webp")
@@ -167,7 +180,7 @@ def _row(rec: EpisodeRecord, run_dir: Path, ep_dir: Path | None, thumbs: Thumbs)
         exploration=_exploration(rec),
         error=err,
         images=_images(rec, run_dir, ep_dir, thumbs),
-        **episode_media(rec["trace"], run_dir, thumbs),
+        **episode_media(rec["trace"], run_dir, thumbs, str(rec["episode_id"])),
     )
 
 

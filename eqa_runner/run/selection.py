@@ -23,9 +23,15 @@ def _read_ids(spec: Any) -> list[str]:
     if path.suffix in (".json", ".txt") or path.is_file():
         if not path.is_file():
             raise DataError(f"run.episodes={s}: file not found.")
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is not an id
         if path.suffix == ".json":
-            data = json.loads(text)
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise DataError(
+                    f"run.episodes={s}: not valid JSON ({e.msg} at line {e.lineno}); give a "
+                    'JSON list of ids (["q1", "q2"]) or a .txt file with one id a line.'
+                ) from None
             if isinstance(data, dict):
                 data = list(data)
             return [

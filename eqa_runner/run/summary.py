@@ -305,6 +305,9 @@ def announce(summary: dict[str, Any], head: dict[str, Any], out_dir: Path) -> No
 # ----------------------------------------------------------------------------- reproducibility
 
 
+PACKAGE_DIRS = ("eqa_runner", "plugins")  # the code a run imports from a checkout
+
+
 @functools.lru_cache(maxsize=8)
 def git_state(path: Path | None = None) -> dict[str, Any] | None:
     """``{"commit", "dirty"}`` of the checkout eqa_runner runs from; None when it is not run
@@ -317,8 +320,14 @@ def git_state(path: Path | None = None) -> dict[str, Any] | None:
         ).stdout.splitlines()  # fmt: skip
         if len(top) != 2 or Path(top[0]).resolve() != src.resolve():
             return None  # e.g. site-packages inside some other repository
+        # tracked changes anywhere, and untracked files under the package (a new module in
+        # use: ignored files such as __pycache__ do not count)
         dirty = subprocess.run(
             ["git", "-C", str(src), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, timeout=30, check=True,
+        ).stdout.strip() or subprocess.run(
+            ["git", "-C", str(src), "ls-files", "--others", "--exclude-standard", "--",
+             *PACKAGE_DIRS],
             capture_output=True, text=True, timeout=30, check=True,
         ).stdout.strip()  # fmt: skip
     except (OSError, subprocess.SubprocessError):
