@@ -5,14 +5,18 @@ Log-probabilities: the answer position is where the reply actually says its lett
 generated position whose sampled token is the letter the reply names (or, when the text names
 none, the first position whose sampled token is an option letter) — not merely the first
 position whose alternatives offer some letter (an article "A" among the alternatives of "The").
-The distribution over the options is the softmax of the letters' log-probabilities there
-(letters outside the returned top-k get probability 0 and are listed in ``missing``). This
-mirrors scoring the option letters by their token likelihood.
+A sampled "A"/"a" followed by a lower-case word that is not a verb is the article ("A sofa
+is ...", "It is a sofa"), never an answer position; a reply whose text names several letters
+("B or C") has none. The distribution over the options is the softmax of the letters'
+log-probabilities there (letters outside the returned top-k get probability 0 and are listed in
+``missing``). This mirrors scoring the option letters by their token likelihood.
 
 Parsing: a reply names a letter when it starts with one standing alone ("B", "(B)", "B.", "B)
 sofa", "**B**"), says so ("Answer: B", "the answer is (C)", "I choose D", "Option A"), or quotes
-exactly one option's text. A reply naming two different letters ("A or B"), none, or a letter
-outside the options is unparsable (None): counted, never scored as a choice.
+exactly one option's text. A leading "A" is the option when a verb or punctuation follows ("A is
+correct", "A because ...", "A, the bed"), the article when a noun or an adjective does. A reply
+naming two different letters ("A or B"), none, or a letter outside the options is unparsable
+(None): counted, never scored as a choice.
 """
 
 from __future__ import annotations
@@ -63,19 +67,59 @@ def _token_letter(token: str, letters: str) -> str | None:
     return t if len(t) == 1 and t in letters else None
 
 
+# after an article "A"/"a" comes a noun or an adjective; after the option letter A, a verb
+# fmt: off
+_AFTER_OPTION = frozenset([
+    "is", "was", "would", "will", "should", "could", "must", "might", "may", "seems", "seem",
+    "appears", "looks", "sounds", "fits", "matches", "describes", "corresponds", "answers",
+    "because", "since", "as", "best",
+])
+# fmt: on
+_NEXT_WORD = re.compile(r"\s+([a-z][\w'-]*)")
+
+
+def is_article(letter: str, rest: str) -> bool:
+    """True when ``letter`` ("A" or "a") followed by ``rest`` is the article: a lower-case word
+    follows that is not a verb ("A sofa is ...", "a red one"); "A is correct", "A because ...",
+    "A." and "A, the bed" name the option."""
+    if letter not in "aA":
+        return False
+    m = _NEXT_WORD.match(rest[:40])
+    return m is not None and m.group(1) not in _AFTER_OPTION
+
+
+def _sampled_letter(
+    positions: Sequence[Sequence[tuple[str, float]]], i: int, letters: str
+) -> str | None:
+    """The option letter position ``i`` samples, None for no letter or the article "A"/"a"
+    (judged by the next sampled tokens)."""
+    alts = positions[i]
+    if not alts:
+        return None
+    sampled = _token_letter(alts[0][0], letters)
+    if sampled == "A":
+        rest = "".join(p[0][0] for p in positions[i + 1 : i + 4] if p)
+        if is_article(alts[0][0].strip().strip("()[]*.:"), rest):
+            return None
+    return sampled
+
+
 def choice_from_logprobs(
     positions: Sequence[Sequence[tuple[str, float]]], n_options: int, reply: str | None = None
 ) -> Choice | None:
     """The choice at the answer position (module docstring), or None when no sampled token is
-    an option letter (fall back to parsing).
+    an option letter, or the reply's text names several (fall back to parsing).
 
     ``positions``: per generated token, its (token, logprob) alternatives, the sampled token
     first (:func:`eqa_runner.llm.logprobs.validated_logprobs`). ``reply``: the reply's text.
     """
     letters = option_letters(n_options)
-    said = parse_choice(reply, n_options=n_options) if reply else None
-    for alts in positions:
-        sampled = _token_letter(alts[0][0], letters) if alts else None
+    named = named_letters(reply, letters) if reply else set()
+    if len(named) > 1:
+        return None  # "B or C", "B, no wait, D": hedged, no position answers
+    said = next(iter(named), None)
+    for i, alts in enumerate(positions):
+        sampled = _sampled_letter(positions, i, letters)
         if sampled is None or (said is not None and sampled != said):
             continue
         best: dict[str, float] = {}
@@ -107,6 +151,21 @@ def _normalise(text: str) -> str:
     return re.sub(r"[*_`#>]+", "", tidy_reply(text)).strip()
 
 
+def named_letters(reply: str, letters: str) -> set[str]:
+    """Every option letter a reply names (both of "B or C"), the article "A" left out."""
+    text = _normalise(reply)
+    found: set[str] = set()
+    for a, b in _ALTERNATIVES.findall(text):
+        found |= {a, b}
+    lead = _LEADING.match(text)
+    if lead and not is_article(lead.group(1), text[lead.end(1) :]):
+        found.add(lead.group(1).upper())
+    found |= {(up or low).upper() for up, low in _STATED.findall(text)}
+    found |= set(_BRACKETED.findall(text))
+    found |= {a or b for a, b in _STANDALONE.findall(text)}  # "B, no wait, D" names two
+    return found & set(letters)
+
+
 def parse_choice(
     reply: str, options: Sequence[str] | None = None, n_options: int = 4
 ) -> str | None:
@@ -117,18 +176,7 @@ def parse_choice(
         return None
     if any(a != b for a, b in _ALTERNATIVES.findall(text)):
         return None  # "B or C", "A/B": hedged between options
-    found: set[str] = set()
-    lead = _LEADING.match(text)
-    if lead:
-        ch = lead.group(1)
-        rest = text[lead.end(1) :]
-        prose = ch in "aA" and re.match(r"\s+[a-z]", rest)  # "A sofa is ..." is an article
-        if not prose:
-            found.add(ch.upper())
-    found |= {(up or low).upper() for up, low in _STATED.findall(text)}
-    found |= set(_BRACKETED.findall(text))
-    found |= {a or b for a, b in _STANDALONE.findall(text)}  # "B, no wait, D" names two
-    found &= set(letters)
+    found = named_letters(text, letters)
     if not found and options:
         flat = re.sub(r"[^a-z0-9 ]+", " ", text.lower())
         found = {

@@ -6,10 +6,12 @@ its letter (defect 11). Hypothesis generates long, nested, unicode and numeric-e
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -189,3 +191,51 @@ def test_letter_choice_reads_the_position_the_reply_answers():
     tally.add("runs mislabelled", int(c.letter != "B"))
     assert c.letter == "B" and c.source == "logprobs"
     assert c.probs["B"] > 0.75 and c.probs["A"] < 0.1
+
+
+def _reply_positions(reply: str) -> list[list[tuple[str, float]]]:
+    """The reply as sampled tokens (words with their leading space, punctuation apart), each
+    offering the letter "A" as its strongest alternative (the article's log-probability)."""
+    toks = re.findall(r"\s*[^\s.,:;!?()]+|[.,:;!?()]", reply)
+    return [
+        [
+            (t, math.log(0.7)),
+            *((k, math.log(0.2 if k == "A" else 0.03)) for k in "ABCD" if k != t.strip().upper()),
+        ]  # fmt: skip
+        for t in toks
+    ]
+
+
+OPTIONS = ["bed", "sink", "chair", "lamp"]
+
+
+@pytest.mark.parametrize(
+    ("reply", "letter"),
+    [
+        ("A sofa is there, so the answer is B.", "B"),
+        ("A good fit is B.", "B"),
+        ("It is a sofa, I choose B.", "B"),
+        ("A sofa stands there; option C.", "C"),
+        ("A sofa, so B or C.", None),  # hedged: no letter, and never the article
+        ("It is a sofa.", None),  # names no option: the article " a" is no answer position
+    ],
+)
+def test_the_article_a_is_never_taken_for_the_option(reply, letter):
+    tally.add("bad inputs tried")
+    for c in (pick(reply, None, OPTIONS), pick(reply, _reply_positions(reply), OPTIONS)):
+        tally.add("runs mislabelled", int(c.letter == "A"))
+        assert c.letter == letter, (reply, c)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ["A", "A.", "a", "(A)", "Answer: A", "The answer is A.", "I choose A", "A, the bed.",
+     "A is the answer.", "A is correct.", "A seems right.", "A because the bed is red."],
+)  # fmt: skip
+def test_a_reply_whose_only_letter_is_a_in_an_option_position_is_read_as_a(reply):
+    tally.add("bad inputs tried")
+    for positions in (None, _reply_positions(reply)):
+        c = pick(reply, positions, OPTIONS)
+        tally.add("runs mislabelled", int(c.letter != "A"))
+        assert c.letter == "A", (reply, c)
+        assert c.source == ("logprobs" if positions else "parsed")
