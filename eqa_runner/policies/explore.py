@@ -70,7 +70,7 @@ from eqa_runner.policies.sim_session import (
     propose_and_hop,
 )
 from eqa_runner.sim import geometry as geo
-from eqa_runner.sim.base import Observation, SceneSpec
+from eqa_runner.sim.base import OFF_FLOOR_M, Observation, SceneSpec
 from eqa_runner.sim.config import SimConfig
 from eqa_runner.timing import OFF, PartTimes, clock
 from eqa_runner.types import Episode, Prediction
@@ -397,9 +397,6 @@ def _setup(
     return area
 
 
-OFF_FLOOR_M = 0.5  # a start or goal farther than this from the navigable floor is an error
-
-
 class OffFloorError(ValueError):
     """A start or goal pose that is not on the navigable floor (nothing could be explored)."""
 
@@ -416,18 +413,20 @@ def floor_distance(sim: Any, point: np.ndarray) -> tuple[float, bool]:
 
 
 def check_on_floor(sim: Any, start: np.ndarray, goal: np.ndarray | None) -> None:
-    """Raise :class:`OffFloorError` naming the distance when the start or goal is off the floor
-    (else an "ok" episode would explore nothing and earn full path-efficiency credit)."""
-    for what, p in (("start_position", start), ("goal_position", goal)):
-        if p is None:  # tasks without a goal pose
-            continue
-        d, exact = floor_distance(sim, p)
-        if d > OFF_FLOOR_M or not exact:
-            far = f"{d:.2f} m" if exact else f"at least {d:.2f} m"
-            raise OffFloorError(
-                f"{what} {[round(float(v), 3) for v in p]} is off the navigable floor ({far} "
-                f"from it; more than {OFF_FLOOR_M} m): check the episode's pose and scene"
-            )
+    """The start on an island (``sim.check_start``: a :class:`SceneError` naming the scene and
+    the distance) and the goal, when given, on the floor (:class:`OffFloorError` naming the
+    distance); else an "ok" episode would explore nothing and earn full path-efficiency
+    credit."""
+    sim.check_start(start)
+    if goal is None:  # tasks without a goal pose, or a goal above the floor
+        return
+    d, exact = floor_distance(sim, goal)
+    if d > OFF_FLOOR_M or not exact:
+        far = f"{d:.2f} m" if exact else f"at least {d:.2f} m"
+        raise OffFloorError(
+            f"goal_position {[round(float(v), 3) for v in goal]} is off the navigable floor "
+            f"({far} from it; more than {OFF_FLOOR_M} m): check the episode's pose and scene"
+        )
 
 
 def _frame_info(rgb: np.ndarray, black_ratio: float, times: PartTimes = OFF) -> tuple[bytes, bool]:

@@ -12,6 +12,9 @@ import numpy as np
 
 from eqa_runner.sim.config import SimConfig
 
+# a start (or EXPRESS goal) farther than this from the navigable floor is an episode error
+OFF_FLOOR_M = 0.5
+
 
 @dataclass(frozen=True)
 class SensorSpec:
@@ -145,16 +148,16 @@ class Simulator(ABC):
         raise NotImplementedError(f"{type(self).__name__} does not report its navigable area")
 
     def check_start(self, p) -> None:
-        """:class:`SceneError` unless ``p`` stands on an island (it snaps within one cell
-        across and climb + 5 cm up or down)."""
+        """:class:`SceneError` naming the scene unless ``p`` stands on an island: its nearest
+        navigable point (``snap_point``, on the agent's island when it stands on one) is within
+        ``OFF_FLOOR_M``. A run calls it once the agent is placed at an episode's start."""
         from eqa_runner.errors import SceneError
         from eqa_runner.sim.recast import start_off_island
 
         p = as_vec3(p)
         q = np.asarray(self.snap_point(p), dtype=float)
-        ok = np.all(np.isfinite(q)) and float(np.hypot(*(q - p)[[0, 2]])) <= 0.1
-        if not (ok and abs(q[1] - p[1]) <= self.agent_max_climb + 0.05):
-            raise SceneError(start_off_island(getattr(self, "scene", None), p, q))
+        if not (np.all(np.isfinite(q)) and float(np.linalg.norm(q - p)) <= OFF_FLOOR_M):
+            raise SceneError(start_off_island(getattr(self, "scene", None), p, q, OFF_FLOOR_M))
 
     def navigable_map(self, floor_y: float, cell_m: float = 0.1) -> NavigableMap:
         """The navigable cells of the floor at ``floor_y`` inside the navmesh bounds, sampled

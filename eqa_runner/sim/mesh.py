@@ -34,7 +34,7 @@ from eqa_runner.sim.mesh_io import (  # noqa: F401 - re-exported, the mesh backe
     load_mesh_file,
 )
 from eqa_runner.sim.navgrid import NavGrid
-from eqa_runner.sim.recast import build_spans, no_floor_cause, start_off_island
+from eqa_runner.sim.recast import build_spans, no_floor_cause
 
 log = logging.getLogger(__name__)
 
@@ -314,13 +314,6 @@ class MeshSimulator(Simulator):
                 raise SceneError(f"scene {name}: {no_floor_cause(mesh, self.nav)}")
             self._nav = nav
         return self._nav
-
-    def check_start(self, p) -> None:
-        """SceneError unless ``p`` stands on an island (its floor within climb + 5 cm)."""
-        p = as_vec3(p)
-        if self.layered.node_at(p, tol=self.agent_max_climb + 0.05) < 0:
-            q = self.layered.snap_node(p)[1]
-            raise SceneError(start_off_island(self.scene, p, q))
 
     def _agent_floor(self) -> float:
         if self._floor is None:

@@ -325,8 +325,9 @@ def no_floor_cause(mesh, s: NavSettings) -> str:
     )
 
 
-def start_off_island(scene, p: np.ndarray, nearest: np.ndarray) -> str:
-    """The error line of a start position on no island."""
+def start_off_island(scene, p: np.ndarray, nearest: np.ndarray, limit: float) -> str:
+    """The error line of a start position on no island (its nearest navigable point
+    ``nearest``, NaN when none was found, is farther than ``limit`` metres)."""
     name = scene.scene_id if scene is not None else "<memory>"
     where = "[" + ", ".join(f"{x:.2f}" for x in p) + "]"
     if not np.all(np.isfinite(nearest)):
@@ -334,5 +335,5 @@ def start_off_island(scene, p: np.ndarray, nearest: np.ndarray) -> str:
     d = float(np.linalg.norm(nearest - p))
     return (
         f"scene {name}: start {where} is on no island (the nearest navigable point is "
-        f"{d:.2f} m away); fix the episode's start position"
+        f"{d:.2f} m away, more than {limit} m); fix the episode's start position"
     )

@@ -6,6 +6,7 @@ import functools
 import http.server
 import io
 import json
+import re
 import shutil
 import tarfile
 import threading
@@ -224,8 +225,9 @@ def test_check_decodes_every_frame_like_a_run(upstream, tmp_path):
 
 
 def test_check_express_poses_lists_starts_off_the_floor(express_demo, tmp_path, capsys):
-    """`data check express --poses` names each start or goal off the navigable floor, with
-    the distance (a run would record that episode as an OffFloorError)."""
+    """`data check express --poses` names each start on no island (the scene and why) and
+    each goal off the navigable floor, with the distance (a run would record that episode as
+    a SceneError / an OffFloorError)."""
     import json
     import shutil
 
@@ -239,5 +241,7 @@ def test_check_express_poses_lists_starts_off_the_floor(express_demo, tmp_path, 
     assert datacmd.main(["check", "express", "--data-dir", str(demo), "--poses"]) == 1
     out = capsys.readouterr().out
     eid = str(recs[0].get("episode_id") or recs[0].get("question_id"))
-    assert f"episode {eid}: start_position" in out and "off the floor" in out
-    assert out.count("off the floor") == 1
+    name = recs[0]["scene_id"].split("/")[-1]  # the scene's directory, e.g. 00800-DemoApt0
+    assert re.search(rf"episode {eid}: scene \S*{name}: start \[", out)
+    assert out.count("is on no island (nothing navigable within 2 m)") == 1
+    assert "off the floor" not in out

@@ -191,6 +191,30 @@ def test_proposer_must_be_a_factory():
         ExplorePolicy(protocol=EXPRESS, stop_match="maybe")
 
 
+def test_a_start_on_no_island_is_a_scene_error_naming_the_scene(tmp_path):
+    """The exploration loop checks the start with ``sim.check_start``: a start whose nearest
+    navigable point is farther than ``OFF_FLOOR_M`` (or that has none) is a ``SceneError``
+    naming the scene, the start and the distance; a start 0.3 m above the floor runs."""
+    from eqa_runner.errors import SceneError
+
+    class NamedSim(FakeSim):
+        scene = SceneSpec("00800-A", Path("/fake/00800-A.ply"))
+
+    def ep(start):
+        e = _episode(1)
+        e.meta["start_position"] = start
+        return e
+
+    policy = ExplorePolicy(protocol=EXPRESS, proposer=RandomProposer, max_steps=2)
+    (pred,), _ = _run(policy, [ep([5.0, 0.3, 5.0])], NamedSim(black=True), tmp_path)
+    assert pred.trace["steps_taken"] == 2
+    for start, why in (([5.0, 0.8, 5.0], r"the nearest navigable point is 0\.80 m away, more "
+                        r"than 0\.5 m"), ([12.0, 0.0, 5.0], "nothing navigable")):  # fmt: skip
+        where = r"start \[" + ", ".join(f"{v:.2f}" for v in start) + r"\] is on no island"
+        with pytest.raises(SceneError, match=rf"^scene 00800-A: {where} \({why}"):
+            _run(policy, [ep(start)], NamedSim(black=True), tmp_path)
+
+
 def test_protocol_asks_for_goal_distances_and_an_off_floor_goal(tmp_path):
     """A protocol whose goal is an object above the floor (``goal_on_floor = False``) and that
     asks for the distance at every step (``goal_distance_each_step``) gets both: no off-floor

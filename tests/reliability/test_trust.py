@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -180,7 +181,9 @@ def test_artifact_names_are_unique_per_episode():
 
 
 @pytest.mark.slow
-def test_off_floor_start_is_an_error_record_with_the_distance(tmp_path, compose_cfg, express_demo):
+def test_start_on_no_island_is_an_error_record_naming_the_scene(
+    tmp_path, compose_cfg, express_demo
+):
     import shutil
 
     from eqa_runner.run.loop import run
@@ -197,11 +200,10 @@ def test_off_floor_start_is_an_error_record_with_the_distance(tmp_path, compose_
                            "run.limit=2"]))  # fmt: skip
     by_id = {r["episode_id"]: r for r in read_records(tmp_path / "run" / "episodes.jsonl")}
     bad = by_id[eid] if eid in by_id else next(iter(by_id.values()))
-    assert bad["status"] == "error" and bad["error"]["type"] == "OffFloorError"
-    assert (
-        "off the navigable floor" in bad["error"]["message"]
-        and " m from it" in bad["error"]["message"]
-    )
+    assert bad["status"] == "error" and bad["error"]["type"] == "SceneError"
+    name = recs[0]["scene_id"].split("/")[-1]  # the scene's directory, e.g. 00800-DemoApt0
+    assert re.match(rf"scene \S*{name}: start \[", bad["error"]["message"])
+    assert "is on no island (nothing navigable within 2 m)" in bad["error"]["message"]
     assert out["exit_code"] == 1
 
 

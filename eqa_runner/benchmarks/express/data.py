@@ -47,9 +47,12 @@ def check_express(
 
 
 def off_floor_poses(scenes_dir: Path, eps: list) -> list[str]:
-    """Starts and goals farther than ``OFF_FLOOR_M`` from the navigable floor, with the
-    distance (each scene loaded once in the mesh backend, as a run would place the agent)."""
-    from eqa_runner.policies.explore import OFF_FLOOR_M, floor_distance
+    """Starts on no island (``check_start``, as a run checks them) and goals farther than
+    ``OFF_FLOOR_M`` from the navigable floor, with the distance (each scene loaded once in the
+    mesh backend, as a run would place the agent)."""
+    from eqa_runner.errors import SceneError
+    from eqa_runner.policies.explore import floor_distance
+    from eqa_runner.sim.base import OFF_FLOOR_M
     from eqa_runner.sim.mesh import MeshSimulator
 
     sim = MeshSimulator(width=8, height=8)
@@ -57,14 +60,17 @@ def off_floor_poses(scenes_dir: Path, eps: list) -> list[str]:
     for scene in sorted({e.scene for e in eps}):
         sim.load_scene(sim.resolve_scene(scenes_dir, scene))
         for e in (e for e in eps if e.scene == scene):
-            for what in ("start_position", "goal_position"):
-                p = e.meta.get(what)
-                if p is None:
-                    continue
+            if (p := e.meta.get("start_position")) is not None:
+                sim.set_agent_pose(p, [1.0, 0.0, 0.0, 0.0])
+                try:
+                    sim.check_start(p)
+                except SceneError as err:
+                    out.append(f"episode {e.episode_id}: {err}")
+            if (p := e.meta.get("goal_position")) is not None:
                 d, exact = floor_distance(sim, p)
                 if d > OFF_FLOOR_M or not exact:
                     far = f"{d:.2f} m" if exact else f"at least {d:.2f} m"
-                    out.append(f"episode {e.episode_id}: {what} {p} is {far} off the floor")
+                    out.append(f"episode {e.episode_id}: goal_position {p} is {far} off the floor")
     sim.close()
     return out
 
