@@ -106,3 +106,34 @@ def test_two_storey_house_fbe_on_both_backends(compose_cfg, tmp_path, demo, back
     assert len(recs) == 4 and all(r["status"] == "ok" for r in recs), [r["error"] for r in recs]
     for r in recs:
         assert r["metrics"]["d_t_valid"] and math.isfinite(r["metrics"]["d_t"]), r["metrics"]
+
+
+def test_two_storey_house_aeqa_starts_upstairs_on_habitat(compose_cfg, tmp_path, demo):
+    """The house's A-EQA questions (three asked from the upper floor about the ground floor):
+    every episode runs on the real simulator, from the floor its pose file names."""
+    from eqa_runner.benchmarks.aeqa.demo import HOUSE_FILE
+    from eqa_runner.demo.house import STOREY_H
+
+    out = tmp_path / "aeqa_house"
+    cfg = compose_cfg(
+        [
+            "task=aeqa",
+            "policy=fbe",
+            "sim=habitat",
+            "sim.width=128",
+            "sim.height=128",
+            f"task.data_dir={demo / 'aeqa'}",
+            f"task.questions_file={demo / 'aeqa' / HOUSE_FILE}",
+            "llm=offline",
+            "judge.model=offline",
+            "protocol.num_steps=4",
+            "run.cache=false",
+        ],
+        out=out,
+    )
+    run(cfg)
+    recs = read_records(out / "episodes.jsonl")
+    assert len(recs) == 4 and all(r["status"] == "ok" for r in recs), [r["error"] for r in recs]
+    starts = sorted(r["trace"]["steps"][0]["position"][1] > STOREY_H - 0.5 for r in recs)
+    assert starts == [False, True, True, True]
+    assert all(r["metrics"]["reference_path_length"] > STOREY_H for r in recs)

@@ -17,8 +17,13 @@ Files written under ``<out_dir>`` (the names the task looks for):
   ``episode_history`` = the scene dir, ``position``, ``rotation`` (w, x, y, z), ``object_id``,
   ``class``;
 * ``open-eqa-v0.json`` + ``open-eqa-v0-184-questions.json`` — the ids-only shape (open-eqa);
-* ``gt_path_length.json`` — ``{question_id: metres}``;
-* ``scenes/val/<NNNNN-AEQAAptK>/AEQAAptK.glb`` (+ ``.scene.json``), HM3D layout.
+* ``gt_path_length.json`` — ``{question_id: metres}`` (the house's questions included);
+* ``scenes/val/<NNNNN-AEQAAptK>/AEQAAptK.glb`` (+ ``.scene.json``), HM3D layout;
+* the two-storey house (:mod:`eqa_runner.demo.house`): ``scenes/val/<NNNNN>-DemoHouse2F/``
+  (``.glb`` and ``.ply``) and its questions in their own pose file, ``aeqa_questions-house.json``
+  (``task.questions_file=<dir>/aeqa_questions-house.json``): three asked from the upper floor
+  about the ground floor, one the other way round. Their reference length is the geodesic from
+  the start to the viewpoint of the object asked about (through the stairs).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from eqa_runner.sim.base import SceneSpec, SensorSpec
 from eqa_runner.sim.mesh import MeshSimulator
 
 IDS_FILE = "open-eqa-v0-184-questions.json"
+HOUSE_FILE = "aeqa_questions-house.json"  # the two-storey house's questions (pose-file shape)
 FIRST_SCENE = 810  # HM3D val numbering (>= 800), apart from the EXPRESS demo's 00800-...
 
 
@@ -120,5 +126,39 @@ def write_aeqa_demo(
     path.write_text(json.dumps(pose_recs, indent=1))
     (out_dir / OPENEQA_FILE).write_text(json.dumps(openeqa, indent=1))
     (out_dir / IDS_FILE).write_text(json.dumps([r["question_id"] for r in openeqa], indent=1))
+    house = _house_records(out_dir, FIRST_SCENE + n_scenes, lengths)
+    (out_dir / HOUSE_FILE).write_text(json.dumps(house, indent=1))
     (out_dir / PATH_LENGTHS_FILE).write_text(json.dumps(lengths, indent=1))
     return path
+
+
+def _house_records(out_dir: Path, number: int, lengths: dict[str, float]) -> list[dict[str, Any]]:
+    """The house's questions in the pose-file shape; their reference lengths go to ``lengths``.
+    The questions sharing a start pose are one A-EQA episode (upstairs / downstairs)."""
+    from eqa_runner.demo.house import HOUSE_NAME, generate_house, house_episodes
+
+    apt = generate_house()
+    dirname = f"{number:05d}-{HOUSE_NAME}"
+    glb, _ = apt.write(out_dir / "scenes" / "val" / dirname, HOUSE_NAME, ply=True)
+    sim = MeshSimulator(cell_size=0.05)  # plan on the written file, as runs will
+    sim.load_scene(SceneSpec(f"hm3d/val/{dirname}", glb))
+    eps = house_episodes(sim, apt)
+    sim.close()
+    out = []
+    for j, e in enumerate(eps):
+        qid = f"demo-aeqa-house-{j:02d}"
+        out.append(
+            {
+                "question": e["question"],
+                "answer": e["answer"],
+                "category": "attribute recognition",
+                "question_id": qid,
+                "episode_history": dirname,
+                "position": np.round(e["start"], 4).tolist(),
+                "rotation": np.round(geo.yaw_to_quat(-math.pi / 2), 6).tolist(),  # east
+                "object_id": e["object"].id,
+                "class": e["object"].name,
+            }
+        )
+        lengths[qid] = round(e["geodesic"], 4)
+    return out
