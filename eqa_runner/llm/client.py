@@ -6,7 +6,7 @@ the network until a real call is made. ``model: offline`` never touches it at al
 Two call paths with the same request, reply handling, accounting and cache keys:
 
 * direct (``llm.direct_http``, the default for ``openai/...`` models with an ``api_base``): one
-  HTTP POST to ``<api_base>/chat/completions`` from a per-event-loop ``httpx.AsyncClient``; the
+  HTTP POST to ``<api_base>/chat/completions`` from a per-event-loop ``aiohttp.ClientSession``; the
   body is what litellm would send (its own parameter mapping, ``get_optional_params``), the
   price comes from litellm's cost map. A fraction of litellm's CPU per call
   (docs/concurrency.md).
@@ -381,10 +381,10 @@ class LLMClient:
         if key:
             headers["Authorization"] = f"Bearer {key}"
         url = str(self.cfg.api_base).rstrip("/") + "/chat/completions"
-        timeout, ceiling = self.cfg.timeout_s, self.ceiling
+        timeout = self.cfg.timeout_s
 
         async def send() -> dict[str, Any]:
-            return await direct_post(url, data, headers, timeout, ceiling)
+            return await direct_post(url, data, headers, timeout)
 
         return send
 
