@@ -11,14 +11,15 @@ reachable cell.
 
 from __future__ import annotations
 
+import functools
 import heapq
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
-from numba import njit
 
 
-@njit(cache=True, nogil=True)
-def _dijkstra_prev(free: np.ndarray, start: int, goal: int) -> np.ndarray:
+def _dijkstra_prev_py(free: np.ndarray, start: int, goal: int) -> np.ndarray:
     """Predecessor (flat index, -1 = none) of each cell, as upstream's heap Dijkstra."""
     rows, cols = free.shape
     dist = np.full(rows * cols, np.inf)
@@ -45,13 +46,28 @@ def _dijkstra_prev(free: np.ndarray, start: int, goal: int) -> np.ndarray:
     return prev
 
 
+@functools.cache
+def _dijkstra_prev() -> Callable[..., Any]:
+    """:func:`_dijkstra_prev_py` compiled by numba, imported here (about half a second, which
+    building the policy for a dry run or ``--cfg job`` should not pay)."""
+    from numba import njit
+
+    return njit(cache=True, nogil=True)(_dijkstra_prev_py)
+
+
+def load_kernels() -> None:
+    """Import numba and wrap the kernels (compiled at their first call); a run calls this on its
+    own thread before the episodes (concurrent first imports on worker threads race)."""
+    _dijkstra_prev()
+
+
 def dijkstra_path(island: np.ndarray, start: np.ndarray, goal: np.ndarray) -> np.ndarray:
     """(L, 2) cells from ``start`` to ``goal`` (upstream ``run_dijkstra``; ``[goal]`` when
     the goal cannot be reached)."""
     cols = island.shape[1]
     s = int(start[0]) * cols + int(start[1])
     g = int(goal[0]) * cols + int(goal[1])
-    prev = _dijkstra_prev(np.ascontiguousarray(island, dtype=np.bool_), s, g)
+    prev = _dijkstra_prev()(np.ascontiguousarray(island, dtype=np.bool_), s, g)
     path = [g]
     while path[-1] != s and prev[path[-1]] >= 0:
         path.append(int(prev[path[-1]]))

@@ -164,6 +164,9 @@ class ExplorePolicy(Policy):
                 )
         if resources.sim is None:
             raise ConfigError(f"policy={self.name} needs a simulator (the run's sim: group)")
+        from eqa_runner.mapping.hop import load_kernels
+
+        load_kernels()  # numba here, on the run's thread: first imports on worker threads race
         self.session = SimSession(resources.sim)
 
     def close(self) -> None:
