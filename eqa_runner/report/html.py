@@ -112,6 +112,9 @@ def _images(rec: EpisodeRecord, run_dir: Path, ep_dir: Path | None, thumbs: Thum
     return out
 
 
+MAX_TOPDOWN = 12  # top-down maps shown per episode (a long episode has one per step)
+
+
 def episode_media(
     trace: dict[str, Any], run_dir: Path, thumbs: Thumbs, episode_id: str | None = None
 ) -> dict[str, Any]:
@@ -127,7 +130,10 @@ def episode_media(
         from eqa_runner.records import artifact_name
 
         art = run_dir / "artifacts" / artifact_name(episode_id)
-        maps = [(n, thumbs(art / str(n))) for n in trace["topdown_maps"]]
+        names = list(trace["topdown_maps"])  # at most MAX_TOPDOWN, evenly spaced, the last kept
+        k = min(MAX_TOPDOWN, len(names))
+        picked = sorted({round(i * (len(names) - 1) / max(1, k - 1)) for i in range(k)})
+        maps = [(names[i], thumbs(art / str(names[i]))) for i in picked]
         out["topdown"] = [Image(uri, "top-down map", str(n)) for n, uri in maps if uri]
         last = file_uri(art / str(trace["topdown_maps"][-1]), "image/png")
         if "map" not in out and last:  # the final map stands in for a trajectory map

@@ -147,3 +147,22 @@ def test_compare_across_tasks_says_the_delta_is_not_paired(tmp_path):
     assert paired.diffs[1] == {}  # no Δ paired on episode ids that are other questions
     (note,) = [n for n in paired.notes if "another task" in n]
     assert "hmeqa" in note and "express" in note and "not paired" in note
+
+
+def test_a_long_episode_shows_a_bounded_number_of_top_down_maps(tmp_path):
+    from PIL import Image
+
+    from eqa_runner.records import artifact_name
+    from eqa_runner.report.figures import Thumbs
+    from eqa_runner.report.html import MAX_TOPDOWN, episode_media
+
+    art = tmp_path / "artifacts" / artifact_name("ep 1")
+    art.mkdir(parents=True)
+    names = [f"topdown_{i:03d}.png" for i in range(40)]
+    for n in names:
+        Image.new("RGB", (8, 8)).save(art / n)
+    media = episode_media({"topdown_maps": names}, tmp_path, Thumbs(), "ep 1")
+    shown = [im.title for im in media["topdown"]]
+    assert len(shown) == MAX_TOPDOWN < len(names)
+    assert shown[0] == names[0] and shown[-1] == names[-1]  # the first and the final map
+    assert media["map"].title == names[-1]
