@@ -177,13 +177,43 @@ class LayeredNavGrid:
         dy = np.abs(fl - s[:, 1:2])
         return bool((np.nan_to_num(dy, nan=np.inf).min(axis=1) <= self.climb).all())
 
-    def _string_pull(self, pts: np.ndarray) -> np.ndarray:
+    def lines_of_sight(self, p: np.ndarray, qs: np.ndarray) -> np.ndarray:
+        """``[line_of_sight(p, q) for q in qs]`` in one pass over all their samples (the same
+        samples and arithmetic: one call per segment cost more than the test itself)."""
+        qs = np.asarray(qs, dtype=float).reshape(-1, 3)
+        n = np.array([max(int(np.ceil(np.linalg.norm((q - p)[[0, 2]]) / (self.c / 3))), 1)
+                      for q in qs])  # fmt: skip
+        seg = np.repeat(np.arange(len(qs)), n + 1)  # sample -> segment
+        first = np.concatenate([[0], np.cumsum(n + 1)[:-1]])
+        k = np.arange(len(seg)) - first[seg]
+        t = (k * (1.0 / n[seg]))[:, None]  # = np.linspace(0, 1, n + 1), bit for bit
+        t[first + n] = 1.0
+        s = p[None, :] * (1 - t) + qs[seg] * t
+        i = np.floor((s[:, 0] - self.x0) / self.c).astype(int)
+        j = np.floor((s[:, 2] - self.z0) / self.c).astype(int)
+        nx, nz, _ = self.field.floor.shape
+        inside = (i >= 0) & (i < nx) & (j >= 0) & (j < nz)
+        i, j = np.where(inside, i, 0), np.where(inside, j, 0)
+        nodes = self.node_of[i, j]  # (samples, k)
+        fl = np.where(nodes >= 0, self.field.floor[i, j], np.nan)
+        dy = np.abs(fl - s[:, 1:2])
+        ok = inside & (np.nan_to_num(dy, nan=np.inf).min(axis=1) <= self.climb)
+        return np.logical_and.reduceat(ok, first)
+
+    def _string_pull(self, pts: np.ndarray, chunk: int = 16) -> np.ndarray:
+        """Greedy: from each kept point, the farthest next one in sight while all in between
+        are (the candidates are tested ``chunk`` at a time)."""
         out = [pts[0]]
         i, n = 0, len(pts)
         while i < n - 1:
             k = i + 1
-            while k + 1 < n and self.line_of_sight(pts[i], pts[k + 1]):
-                k += 1
+            while k + 1 < n:
+                ok = self.lines_of_sight(pts[i], pts[k + 1 : min(k + 1 + chunk, n)])
+                if ok.all():
+                    k += len(ok)
+                    continue
+                k += int(np.argmin(ok))  # the last one before the first out of sight
+                break
             out.append(pts[k])
             i = k
         return np.asarray(out)

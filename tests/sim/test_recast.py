@@ -119,3 +119,42 @@ def test_bad_scenes_raise_one_scene_error_naming_the_cause():
     sim.check_start([2.0, 0.0, 2.0])
     with pytest.raises(SceneError, match=r"start \[5.00, 0.00, 2.00\] is on no island.*1.1\d m"):
         sim.check_start([5.0, 0.0, 2.0])
+
+
+def test_batched_string_pull_equals_the_one_segment_at_a_time_greedy():
+    """``lines_of_sight`` / ``_string_pull`` (batched, issue 27) give the very points of the
+    greedy that tests one segment per call, on stairs, corners and out-of-grid segments."""
+    from eqa_runner.demo.house import generate_house
+
+    sim = MeshSimulator(width=64, height=64)
+    sim.load_arrays(generate_house().mesh_data())
+    nav = sim.layered
+
+    def greedy(pts: np.ndarray) -> np.ndarray:
+        out, i = [pts[0]], 0
+        while i < len(pts) - 1:
+            k = i + 1
+            while k + 1 < len(pts) and nav.line_of_sight(pts[i], pts[k + 1]):
+                k += 1
+            out.append(pts[k])
+            i = k
+        return np.asarray(out)
+
+    rng = np.random.default_rng(3)
+    nodes = rng.integers(nav.n_nodes, size=(40, 2))
+    pulled = 0
+    for a, b in nodes:
+        dist, pred = nav._source(int(a))
+        if not np.isfinite(dist[b]) or a == b:
+            continue
+        chain = [int(b)]
+        while chain[-1] != a:
+            chain.append(int(pred[chain[-1]]))
+        pts = np.array([nav.point(n) for n in reversed(chain)])
+        assert np.array_equal(nav._string_pull(pts), greedy(pts))
+        assert np.array_equal(nav._string_pull(pts, chunk=3), greedy(pts))
+        far = np.vstack([pts[1:], [[-50.0, 0.0, 2.0]]])  # the last one leaves the grid
+        expect = [nav.line_of_sight(pts[0], q) for q in far]
+        assert nav.lines_of_sight(pts[0], far).tolist() == expect and not expect[-1]
+        pulled += len(pts) > 2
+    assert pulled >= 10  # most pairs are paths with corners to pull
