@@ -84,7 +84,7 @@ class ExplorePolicyConfig(PolicyConfig):
     fallback_radius_m: float = bounded(
         3.0, gt=0
     )  # NaN / unsnappable waypoint: random point this close
-    # contains: "yes" anywhere in the reply, case-insensitive (upstream EXPRESS-Bench main.py)
+    # contains: "yes" anywhere in the reply, case-insensitive (upstream; cited in the READMEs)
     # | prefix: the reply starts with "yes" (a "not yes" reply does not stop)
     stop_match: str = one_of("contains", STOP_MATCHES)
     # skip: unreachable hops add nothing to path_len (upstream) | inf

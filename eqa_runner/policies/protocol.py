@@ -81,7 +81,7 @@ class ExploreProtocol:
 
 
 def is_yes(reply: str, mode: str) -> bool:
-    """The stop check's verdict: the reply contains "yes" (``contains``, upstream EXPRESS-Bench's
+    """The stop check's verdict: the reply contains "yes" (``contains``, upstream's
     ``"yes" in reply.lower()``) or starts with it (``prefix``)."""
     text = reply.strip().lower()
     if mode == "contains":

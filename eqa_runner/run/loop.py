@@ -90,7 +90,7 @@ def run(cfg: DictConfig, *, report: ReportWriter | None = None) -> dict[str, Any
     trackers = [] if cfg.run.dry_run else build_trackers(cfg)
     episodes = select_episodes(parts.task.load_episodes(), cfg.run, cfg.task)
     check_prompts_dir(cfg)
-    parts.judge.check_inputs(parts.task.name, parts.task.describe())  # e.g. A-EQA's blind run
+    parts.judge.check_inputs(parts.task.name, parts.task.describe())  # e.g. a blind run it reads
     if cfg.run.dry_run:
         return {**dry_run(cfg, parts, episodes), "exit_code": EXIT_OK}
     if cfg.task.get("check_data", True):
