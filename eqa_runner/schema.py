@@ -77,7 +77,17 @@ def check_config(cfg: DictConfig) -> None:
     Values typed directly are checked before values that come from an interpolation, so
     ``sim.width=-1`` is reported as itself, not as the ``${sim.width}`` that copies it.
     """
-    found = [p for key in cfg if key != "hydra" for p in _problems(cfg._get_node(key), str(key))]
+    _raise_first(
+        [p for key in cfg if key != "hydra" for p in _problems(cfg._get_node(key), str(key))]
+    )
+
+
+def check_node(node: DictConfig, path: str) -> None:
+    """:func:`check_config` for one node (a component's config), its keys named ``path.key``."""
+    _raise_first(_problems(node, path))
+
+
+def _raise_first(found: list[tuple[bool, str]]) -> None:
     found.sort(key=lambda p: p[0])  # stable: direct values first, in config order
     if found:
         raise ConfigError(found[0][1])

@@ -67,3 +67,21 @@ def test_the_example_policy_is_refused_where_there_are_no_frames(lab, compose_cf
         run(cfg)
     msg = str(e.value)
     assert "\n" not in msg and "policy=first_last needs an episode's recorded frames" in msg
+
+
+def test_the_example_policy_takes_its_typed_config(lab, compose_cfg, tmp_path):
+    """The page's policy follows the constructor contract: a run hands it its schema's object,
+    and the one checker refuses a value out of the schema's range in the usual line."""
+    from eqa_runner.policies.base import Policy
+    from eqa_runner.run.build import build
+
+    searchpath = f"hydra.searchpath=[file://{lab / 'lab_conf'}]"
+    cfg = compose_cfg([searchpath, "policy=first_last", "task=openeqa_em", "policy.image_size=96"])
+    policy = build(cfg.policy, Policy, "policy")
+    assert type(policy.config).__name__ == "FirstLastConfig"
+    assert (policy.config.image_size, policy.name) == (96, "first_last")
+    bad = compose_cfg([searchpath, "policy=first_last", "task=openeqa_em", "policy.image_size=0"])
+    with pytest.raises(ConfigError, match=r"^policy.image_size=0: must be > 0$"):
+        build(bad.policy, Policy, "policy")
+    with pytest.raises(ConfigError, match=r"^policy.image_sise: not a key of FirstLastFrames"):
+        type(policy)(image_sise=96)

@@ -11,6 +11,7 @@ from eqa_runner import capabilities as cap
 from eqa_runner.llm import RequestEstimate
 from eqa_runner.llm.config import LLMConfig
 from eqa_runner.policies.context import EpisodeContext, RunResources
+from eqa_runner.sim.config import STANDALONE_SIM
 from eqa_runner.types import Episode, Prediction
 
 
@@ -23,6 +24,10 @@ class Policy(ABC):
     """
 
     name: str = "policy"
+    # a policy that mixes in eqa_runner.configured.Configured takes its typed config: its keys
+    # are ``policy.*`` and ``${sim.*}`` resolves to the default backend when built without Hydra
+    config_key: ClassVar[str] = "policy"
+    config_context: ClassVar[dict[str, Any]] = {"sim": STANDALONE_SIM}
     # what it needs of the task, and what it adds to a record (judges may read it)
     needs: ClassVar[frozenset[str]] = frozenset({cap.QUESTION})
     provides: ClassVar[frozenset[str]] = frozenset()

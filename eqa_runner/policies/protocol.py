@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
+from eqa_runner.configured import Configured
 from eqa_runner.llm import RequestEstimate
+from eqa_runner.policies.config import ProtocolConfig
 from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.policies.exploration import AnswerStep, Exploration
 from eqa_runner.records import artifact_name
 from eqa_runner.sim.base import Observation
+from eqa_runner.sim.config import STANDALONE_SIM
 from eqa_runner.types import Episode
 
 JUDGE_IMAGES_DIR = "judge_images"
@@ -35,10 +38,17 @@ class LoopSettings(Protocol):
     image_size: tuple[int, int]
 
 
-class ExploreProtocol:
+class ExploreProtocol(Configured):
     """The base rules: a budget from the scene area and no per-step question. Subclasses implement
-    :meth:`answer` and usually :meth:`check_step`."""
+    :meth:`answer` and usually :meth:`check_step`.
 
+    Built as ``Cls(config=None, **overrides)`` (:mod:`eqa_runner.configured`): ``config_class``
+    names the protocol's schema (a :class:`~eqa_runner.policies.config.ProtocolConfig`)."""
+
+    config_class: ClassVar[type[Any]] = ProtocolConfig
+    config_key: ClassVar[str] = "protocol"
+    config_context: ClassVar[dict[str, Any]] = {"sim": STANDALONE_SIM}
+    config: ProtocolConfig
     name: str = "protocol"
     # the episode's goal (``meta["goal_position"]``) is a point on the floor, checked to be on it
     # at the start; False: an object's centre, which may be above the floor (its distance is the

@@ -13,6 +13,7 @@ from typing import Any, TypeVar, cast
 from omegaconf import DictConfig, OmegaConf
 
 from eqa_runner.capabilities import check_fit
+from eqa_runner.configured import Configured
 from eqa_runner.errors import ConfigError
 from eqa_runner.llm import DiskCache, LLMClient
 from eqa_runner.policies.base import Policy
@@ -25,16 +26,26 @@ T = TypeVar("T")
 
 
 def build(node: DictConfig, base: type[T], what: str) -> T:
-    """``hydra.utils.instantiate`` + a check against the small base class. A user error the
-    component's constructor raised (a missing blind run, a bad choice) is re-raised as itself,
-    not in Hydra's ``InstantiationException`` (a traceback): the CLI prints it in one line."""
+    """The component a config node names, checked against the small base class.
+
+    A :class:`~eqa_runner.configured.Configured` class receives its typed schema object: the
+    composed node becomes the schema's dataclass (checked by the one checker) and the class is
+    called as ``Cls(config)``; any other ``_target_`` goes through ``hydra.utils.instantiate``.
+    A user error the component's constructor raised (a missing blind run, a bad choice) is
+    re-raised as itself, not in Hydra's ``InstantiationException`` (a traceback): the CLI
+    prints it in one line."""
     from hydra.errors import InstantiationException
     from hydra.utils import instantiate
 
     from eqa_runner.errors import UserError
 
+    cls = _target_class(node)
     try:
-        obj = instantiate(node, _convert_="all")
+        obj: Any = (
+            cls(node)
+            if cls is not None and issubclass(cls, Configured)
+            else instantiate(node, _convert_="all")
+        )
     except InstantiationException as e:
         if isinstance(e.__cause__, UserError):
             raise e.__cause__ from None
@@ -47,17 +58,25 @@ def build(node: DictConfig, base: type[T], what: str) -> T:
     return obj
 
 
-def _declared(node: Any, attrs: tuple[str, ...]) -> tuple[frozenset[str], ...] | None:
-    """The capability attributes of the class a config node's ``_target_`` names (None when
-    the target is not a class, e.g. a factory function: nothing declared, nothing checked)."""
+def _target_class(node: Any) -> type | None:
+    """The class a config node's ``_target_`` names (None when the target is not a class, e.g.
+    a factory function, or cannot be imported: Hydra reports that when building)."""
     from hydra.utils import get_class
 
     target = node.get("_target_") if node is not None else None
     if not target:
         return None
     try:
-        cls = get_class(str(target))
+        return get_class(str(target))
     except Exception:  # noqa: BLE001 - not a class: Hydra reports it when building
+        return None
+
+
+def _declared(node: Any, attrs: tuple[str, ...]) -> tuple[frozenset[str], ...] | None:
+    """The capability attributes of the class a config node's ``_target_`` names (None when
+    it names no class: nothing declared, nothing checked)."""
+    cls = _target_class(node)
+    if cls is None:
         return None
     return tuple(frozenset(getattr(cls, a)) for a in attrs)
 

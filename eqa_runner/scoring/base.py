@@ -4,43 +4,46 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields
 from typing import Any, ClassVar, TypeVar
 
 from eqa_runner import capabilities as cap
+from eqa_runner.configured import Configured
 from eqa_runner.llm import LLMClient, Message, RequestEstimate, user
+from eqa_runner.llm.config import LLMConfig
+from eqa_runner.scoring.config import JudgeConfig
+from eqa_runner.sim.config import STANDALONE_SIM
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
 
 T = TypeVar("T")
 
-JUDGE_LLM_KEYS = (
-    "model",
-    "temperature",
-    "max_tokens",
-    "seed",
-    "api_base",
-    "api_key_env",
-    "api_key",
-    "input_usd_per_mtok",
-    "output_usd_per_mtok",
+# the judge's model keys, written once in the schema: the JudgeConfig fields that override
+# the policy's ``llm`` settings of the same name
+JUDGE_LLM_KEYS = tuple(
+    f.name for f in fields(JudgeConfig) if f.name in {g.name for g in fields(LLMConfig)}
 )
 
 
 NO_MODEL = "none"  # the judge model of a judge that calls none
 
 
-class Judge(ABC):
-    """Scores a prediction; its LLM settings (``judge.model`` ...) are kept in ``llm_overrides``."""
+class Judge(Configured, ABC):
+    """Scores a prediction; its LLM settings (``judge.model`` ...) are kept in ``llm_overrides``.
 
-    name: str = "judge"
+    Built as ``Cls(config=None, **overrides)`` (:mod:`eqa_runner.configured`): ``config_class``
+    names the judge's schema (a :class:`~eqa_runner.scoring.config.JudgeConfig`)."""
+
+    config_class: ClassVar[type[Any]] = JudgeConfig
+    config_key: ClassVar[str] = "judge"
+    config_context: ClassVar[dict[str, Any]] = {"sim": STANDALONE_SIM}
+    config: JudgeConfig
     headline: str = "score"
     needs_model: bool = True  # False: scores without a model (no client, no credentials checked)
     reads: ClassVar[frozenset[str]] = frozenset({cap.QUESTION})  # of the task's and policy's
 
-    def __init__(self, **llm_overrides: Any) -> None:
-        self.llm_overrides = {k: v for k, v in llm_overrides.items() if k in JUDGE_LLM_KEYS}
-        unknown = set(llm_overrides) - set(JUDGE_LLM_KEYS)
-        if unknown:
-            raise TypeError(f"judge: unknown option(s) {sorted(unknown)}")
+    def __init__(self, config: Any = None, **overrides: Any) -> None:
+        super().__init__(config, **overrides)
+        self.llm_overrides = {k: getattr(self.config, k) for k in JUDGE_LLM_KEYS}
         if not self.needs_model:
             self.llm_overrides["model"] = NO_MODEL  # whatever judge.model says: none is called
 

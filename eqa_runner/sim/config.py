@@ -5,7 +5,9 @@ The simulator constructors take their defaults from here; nothing heavy is impor
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import MISSING as DC_MISSING
+from dataclasses import dataclass, fields
+from typing import Any
 
 from omegaconf import MISSING
 
@@ -70,3 +72,11 @@ class HabitatSimConfig(SimConfig):
 
 
 SCHEMAS = {"base_sim": SimConfig, "base_mesh": MeshSimConfig, "base_habitat": HabitatSimConfig}
+
+
+# what ``${sim.*}`` resolves to for a component built without Hydra (eqa_runner.configured):
+# the default backend, ``sim=mesh``, with its schema's defaults
+STANDALONE_SIM: dict[str, Any] = {
+    **{f.name: f.default for f in fields(MeshSimConfig) if f.default is not DC_MISSING},
+    "_target_": "eqa_runner.sim.mesh.MeshSimulator",
+}

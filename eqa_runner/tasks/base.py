@@ -7,14 +7,23 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from eqa_runner import capabilities as cap
+from eqa_runner.configured import Configured
+from eqa_runner.sim.config import STANDALONE_SIM
+from eqa_runner.tasks.config import TaskConfig
 from eqa_runner.types import Episode
 
 
-class Task(ABC):
+class Task(Configured, ABC):
     """A benchmark: loads episodes and declares what they provide (``provides``: the
-    :mod:`eqa_runner.capabilities` a policy may need and a judge may read)."""
+    :mod:`eqa_runner.capabilities` a policy may need and a judge may read).
 
-    name: str = "task"
+    Built as ``Cls(config=None, **overrides)`` (:mod:`eqa_runner.configured`): ``config_class``
+    names the benchmark's schema, ``self.config`` is its checked object."""
+
+    config_class: ClassVar[type[Any]] = TaskConfig
+    config_key: ClassVar[str] = "task"
+    config_context: ClassVar[dict[str, Any]] = {"sim": STANDALONE_SIM}
+    config: TaskConfig
     provides: ClassVar[frozenset[str]] = frozenset({cap.QUESTION})
 
     @abstractmethod
@@ -32,6 +41,11 @@ class Task(ABC):
     def check(self, episodes: Sequence[Episode]) -> list[str]:
         """Problems with the data of ``episodes`` (missing frames, scenes ...); empty if fine."""
         return sorted(set(self.missing(episodes).values()))
+
+    @property
+    def simulator(self) -> str:
+        """The backend class (``sim._target_``) whose scene lookup the data check uses."""
+        return str(getattr(self.config, "simulator", STANDALONE_SIM["_target_"]))
 
     def describe(self) -> dict[str, Any]:
         """What the summary records about the data (paths, question-file hash)."""

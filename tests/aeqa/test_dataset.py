@@ -8,7 +8,7 @@ import math
 import pytest
 
 from eqa_runner.benchmarks.aeqa.task import AEQATask
-from eqa_runner.errors import DataError
+from eqa_runner.errors import ConfigError, DataError
 
 Q1, Q2, Q3 = "f2e82760-aaaa", "0b1c2d3e-bbbb", "99999999-cccc"
 OPENEQA = [
@@ -56,25 +56,25 @@ def _check(eps):
 
 
 def test_pose_file_shape(data):
-    by = _check(AEQATask(str(data)).load_episodes())
+    by = _check(AEQATask(data_dir=str(data)).load_episodes())
     assert by[Q1].meta["episode_history"] == "00826-BFRyYbPCCPE"
 
 
 def test_ids_only_subset_joined_with_openeqa_and_poses(data):
-    by = _check(AEQATask(str(data), questions_file=str(data / "ids.json")).load_episodes())
+    by = _check(AEQATask(data_dir=str(data), questions_file=str(data / "ids.json")).load_episodes())
     assert by[Q1].meta["episode_history"] == "hm3d-v0/000-hm3d-BFRyYbPCCPE"
 
 
 def test_missing_path_lengths(data):
     (data / "gt_path_length.json").write_text(json.dumps({Q1: 5.0}))
-    task = AEQATask(str(data))
+    task = AEQATask(data_dir=str(data))
     eps = task.load_episodes()
     assert {e.episode_id: e.meta["reference_path_length"] for e in eps} == {Q1: 5.0, Q2: None}
     assert any(f"question {Q2}: no reference path length" in p for p in task.check(eps))
     (data / "gt_path_length.json").unlink()
     with pytest.raises(DataError, match="gt_path_length.json: reference path lengths not found"):
         task.load_episodes()
-    optional = AEQATask(str(data), require_path_lengths=False)
+    optional = AEQATask(data_dir=str(data), require_path_lengths=False)
     assert all(e.meta["reference_path_length"] is None for e in optional.load_episodes())
 
 
@@ -94,15 +94,15 @@ def test_bad_pose_records(data, mutate, match):
     mutate(poses)
     (data / "aeqa_questions-184.json").write_text(json.dumps(poses))
     with pytest.raises(DataError, match=match):
-        AEQATask(str(data), questions_file=str(data / "ids.json")).load_episodes()
+        AEQATask(data_dir=str(data), questions_file=str(data / "ids.json")).load_episodes()
 
 
 def test_unknown_ids_and_bad_lengths(data):
     (data / "ids.json").write_text(json.dumps([Q1, "nope"]))
     with pytest.raises(DataError, match=r"1 question id\(s\) not in .*open-eqa-v0.json"):
-        AEQATask(str(data), questions_file=str(data / "ids.json")).load_episodes()
+        AEQATask(data_dir=str(data), questions_file=str(data / "ids.json")).load_episodes()
     (data / "gt_path_length.json").write_text(json.dumps({Q1: -1}))
     with pytest.raises(DataError, match=r"path length must be a number >= 0"):
-        AEQATask(str(data)).load_episodes()
-    with pytest.raises(DataError, match="not OpenEQA categories"):
-        AEQATask(str(data), categories=["colours"])
+        AEQATask(data_dir=str(data)).load_episodes()
+    with pytest.raises(ConfigError, match=r"^task.categories=\[colours\]: must be one of object"):
+        AEQATask(data_dir=str(data), categories=["colours"])

@@ -59,7 +59,7 @@ def test_budget_and_dry_run_estimate(aeqa_demo):
     pol.max_steps = 20
     assert pol.budget(400.0) == 20  # policy.max_steps still caps it
     pol.max_steps = None
-    ep = AEQATask(str(aeqa_demo)).load_episodes()[0]
+    ep = AEQATask(data_dir=str(aeqa_demo)).load_episodes()[0]
     reqs = pol.estimate_requests(ep, None, None)
     assert len(reqs) == 51
     assert all(r.image_sizes == [(360, 360)] for r in reqs[:50])
@@ -128,13 +128,16 @@ def test_data_check(aeqa_demo, tmp_path, capsys):
     assert "To stage the scenes" in capsys.readouterr().out
     # a run refuses the question without a pose (the loader is strict)
     with pytest.raises(DataError, match="no start pose for question demo-aeqa-000-02"):
-        AEQATask(str(broken), str(ids)).load_episodes()
+        AEQATask(data_dir=str(broken), questions_file=str(ids)).load_episodes()
 
 
 def test_demo_writes_both_question_shapes(aeqa_demo):
-    by_pose = {e.episode_id: e for e in AEQATask(str(aeqa_demo)).load_episodes()}
+    by_pose = {e.episode_id: e for e in AEQATask(data_dir=str(aeqa_demo)).load_episodes()}
     ids = aeqa_demo / "open-eqa-v0-184-questions.json"
-    by_ids = {e.episode_id: e for e in AEQATask(str(aeqa_demo), str(ids)).load_episodes()}
+    by_ids = {
+        e.episode_id: e
+        for e in AEQATask(data_dir=str(aeqa_demo), questions_file=str(ids)).load_episodes()
+    }
     assert by_pose.keys() == by_ids.keys() and len(by_pose) == 13
     for q, e in by_pose.items():
         assert by_ids[q].meta["start_position"] == e.meta["start_position"]

@@ -19,10 +19,10 @@ def test_aeqa_without_path_lengths_names_the_source_and_the_switch(tmp_path, aeq
     shutil.copytree(aeqa_demo, data)
     (data / "gt_path_length.json").unlink()
     with pytest.raises(DataError) as e:
-        AEQATask(str(data)).load_episodes()
+        AEQATask(data_dir=str(data)).load_episodes()
     msg = str(e.value)
     assert "3D-Mem-AEQA-Eval" in msg and "task.require_path_lengths=false" in msg
-    assert AEQATask(str(data), require_path_lengths=False).load_episodes()
+    assert AEQATask(data_dir=str(data), require_path_lengths=False).load_episodes()
 
 
 def test_aeqa_staging_asks_for_val_scenes_only(tmp_path):

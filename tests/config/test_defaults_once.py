@@ -90,14 +90,6 @@ def test_config_yaml_sets_no_group_values():
 
 
 def _constructors() -> list[tuple[Any, type]]:
-    from eqa_runner.benchmarks.express import config as xc
-    from eqa_runner.benchmarks.express.eac import EACJudge
-    from eqa_runner.benchmarks.express.task import ExpressTask
-    from eqa_runner.benchmarks.openeqa_em import config as oc
-    from eqa_runner.benchmarks.openeqa_em.blind import BlindPolicy
-    from eqa_runner.benchmarks.openeqa_em.frames import FramesPolicy
-    from eqa_runner.benchmarks.openeqa_em.llm_match import LLMMatchJudge
-    from eqa_runner.benchmarks.openeqa_em.task import OpenEQATask
     from eqa_runner.policies import config as pc
     from eqa_runner.policies.explore import ExplorePolicy, RandomProposer
     from eqa_runner.policies.frontier import FrontierProposer
@@ -106,17 +98,11 @@ def _constructors() -> list[tuple[Any, type]]:
     from eqa_runner.sim.mesh import MeshSimulator
 
     return [
-        (BlindPolicy, oc.BlindPolicyConfig),
-        (FramesPolicy, oc.FramesPolicyConfig),
         (ExplorePolicy, pc.REPolicyConfig),
         (RandomProposer, pc.RandomProposerConfig),
         (FrontierProposer, pc.FrontierProposerConfig),
-        (LLMMatchJudge, oc.LLMMatchJudgeConfig),
-        (EACJudge, xc.EACJudgeConfig),
         (MeshSimulator, sc.MeshSimConfig),
         (HabitatSimulator, sc.HabitatSimConfig),
-        (OpenEQATask, oc.OpenEQATaskConfig),
-        (ExpressTask, xc.ExpressTaskConfig),
     ]
 
 

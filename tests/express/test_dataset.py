@@ -9,7 +9,7 @@ import time
 import pytest
 
 from eqa_runner.benchmarks.express.task import ExpressTask, load_questions
-from eqa_runner.errors import DataError
+from eqa_runner.errors import ConfigError, DataError
 from eqa_runner.prompts import split_prompt
 from eqa_runner.run.loop import run
 
@@ -73,7 +73,7 @@ def test_split_scene_filter_and_order(tmp_path):
         data_dir=str(tmp_path), questions_file=str(path), scenes=["00812-AbCdEf"]
     ).load_episodes()
     assert [e.episode_id for e in only] == ["3"]
-    with pytest.raises(DataError, match="task.split"):
+    with pytest.raises(ConfigError, match=r"^task.split=test: must be one of all, val, train$"):
         ExpressTask(data_dir=str(tmp_path), split="test")
 
 

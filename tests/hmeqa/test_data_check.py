@@ -39,7 +39,7 @@ def test_check_reports_bad_files_and_padding_answers(tmp_path, hmeqa_demo, capsy
     assert data_main(["check", "hmeqa", "--data-dir", str(data)]) == 0
     out = capsys.readouterr().out
     assert f"question {pad_row - 1} " in out and "answer on a padding option" in out
-    eps = {e.episode_id: e for e in HMEQATask(str(data)).load_episodes()}
+    eps = {e.episode_id: e for e in HMEQATask(data_dir=str(data)).load_episodes()}
     assert eps[str(pad_row - 1)].meta["answer_is_padding"] is True
     # a question whose scene floor has no start pose: one line, exit 1
     (data / "scene_init_poses.csv").write_text("scene_floor,init_x,init_y,init_z,init_angle\n")
@@ -52,7 +52,7 @@ def test_demo_cli_writes_hmeqa(tmp_path, capsys):
 
     demo_main([str(tmp_path), "--only", "hmeqa"])
     assert f"hmeqa: task.data_dir={tmp_path / 'hmeqa'}" in capsys.readouterr().out
-    eps = HMEQATask(str(tmp_path / "hmeqa")).load_episodes()
+    eps = HMEQATask(data_dir=str(tmp_path / "hmeqa")).load_episodes()
     assert len(eps) == 10 and {e.category for e in eps} == {
         "location", "existence", "state", "identification", "count"
     }  # fmt: skip

@@ -36,7 +36,7 @@ def data(tmp_path):
 
 
 def test_loads_both_files_and_joins_poses(data):
-    eps = {e.episode_id: e for e in HMEQATask(str(data)).load_episodes()}
+    eps = {e.episode_id: e for e in HMEQATask(data_dir=str(data)).load_episodes()}
     assert set(eps) == {"0", "1", "2"}
     lamp = eps["0"]
     assert lamp.answer == "B" and lamp.category == "state" and lamp.scene == "00004-VqCaAuuoeWk"
@@ -51,7 +51,7 @@ def test_loads_both_files_and_joins_poses(data):
 
 
 def test_order_groups_scene_floors(data):
-    ids = [e.episode_id for e in HMEQATask(str(data)).load_episodes()]
+    ids = [e.episode_id for e in HMEQATask(data_dir=str(data)).load_episodes()]
     assert ids == ["1", "0", "2"]  # 00004 floor 0, 00004 floor 1, 00017
 
 
@@ -61,7 +61,7 @@ def test_option_columns_and_answer_text(tmp_path):
         "scene,floor,question,choice_a,choice_b,choice_c,answer,label\n"
         "00017-oEPjPNSPmzL,0,What colour is the bed?,red,blue,green,blue,identification\n"
     )
-    (ep,) = HMEQATask(str(tmp_path)).load_episodes()
+    (ep,) = HMEQATask(data_dir=str(tmp_path)).load_episodes()
     assert ep.answer == "B" and ep.meta["choices"] == ["red", "blue", "green", PADDING]
 
 
@@ -71,7 +71,7 @@ def test_padding_answer_is_flagged(tmp_path):
         "scene,floor,question,choices,answer,label\n"
         "00017-oEPjPNSPmzL,0,Anything on the chair?,\"['yes', 'no']\",D,existence\n"
     )
-    (ep,) = HMEQATask(str(tmp_path)).load_episodes()
+    (ep,) = HMEQATask(data_dir=str(tmp_path)).load_episodes()
     assert ep.meta["answer_is_padding"] is True
 
 
@@ -100,7 +100,7 @@ def test_bad_question_rows(tmp_path, questions, match):
     (tmp_path / "scene_init_poses.csv").write_text(POSES)
     (tmp_path / "questions.csv").write_text(questions)
     with pytest.raises(DataError, match=match):
-        HMEQATask(str(tmp_path)).load_episodes()
+        HMEQATask(data_dir=str(tmp_path)).load_episodes()
 
 
 def test_bad_pose_rows_and_missing_files(tmp_path):
@@ -111,11 +111,11 @@ def test_bad_pose_rows_and_missing_files(tmp_path):
     with pytest.raises(
         DataError, match=r"scene_init_poses.csv: poses file not found.*task.poses_file.*demo"
     ):
-        HMEQATask(str(tmp_path / "nowhere")).load_episodes()
+        HMEQATask(data_dir=str(tmp_path / "nowhere")).load_episodes()
 
 
 def test_unknown_category_filter_is_an_error(data):
     with pytest.raises(DataError, match=r"task.categories: \['colour'\] not in"):
-        HMEQATask(str(data), categories=["colour"]).load_episodes()
-    eps = HMEQATask(str(data), categories=["count"]).load_episodes()
+        HMEQATask(data_dir=str(data), categories=["colour"]).load_episodes()
+    eps = HMEQATask(data_dir=str(data), categories=["count"]).load_episodes()
     assert [e.episode_id for e in eps] == ["2"]

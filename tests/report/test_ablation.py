@@ -49,7 +49,11 @@ def write_run(d: Path, recs: list[dict], *, policy: str = "blind", judge: dict =
     """A run dir as the runner leaves it (records + summary with config and stamp)."""
     d.mkdir(parents=True, exist_ok=True)
     (d / name).write_text("".join(json.dumps(r) + "\n" for r in recs))
-    j = LLMMatchJudge() if "llm_match" in judge["_target_"] else EACJudge()
+    j = (
+        LLMMatchJudge(model="offline")
+        if "llm_match" in judge["_target_"]
+        else EACJudge(model="offline")
+    )
     config = {"judge": judge, "policy": {"name": policy}, "run": {"seed": 0}}
     summary = {"counts": {"selected": len(recs), "scored": len(recs), "missing": 0},
                "config": config, "models": {"judge": judge["model"]},
@@ -177,13 +181,13 @@ def test_clustered_interval_widens_on_correlated_data_and_matches_iid_otherwise(
 def test_summary_intervals_follow_run_interval(tmp_path):
     recs = [_mark(f"e{i:02d}", f"s{i // 5}", 1 + 4 * ((i // 5) % 2)) for i in range(40)]
     recs = [complete_record(r) for r in recs]
-    cl = LLMMatchJudge().aggregate(recs, bootstrap_samples=500)["headline"]["llm_match"]
-    iid = LLMMatchJudge().aggregate(recs, bootstrap_samples=500, interval="iid")["headline"][
-        "llm_match"]  # fmt: skip
+    judge = LLMMatchJudge(model="offline")
+    cl = judge.aggregate(recs, bootstrap_samples=500)["headline"]["llm_match"]
+    iid = judge.aggregate(recs, bootstrap_samples=500, interval="iid")["headline"]["llm_match"]
     assert (cl["interval"], cl["n_clusters"], iid["interval"]) == ("cluster", 8, "iid")
     assert _width(cl) > 1.5 * _width(iid)
     # scenes all-or-nothing: the breakdown is clustered too
-    by = LLMMatchJudge().aggregate(recs, bootstrap_samples=500)["by_category"]["c"]
+    by = LLMMatchJudge(model="offline").aggregate(recs, bootstrap_samples=500)["by_category"]["c"]
     assert by["interval"] == "cluster"
     # report --interval iid re-computes a clustered summary's intervals from the records
     write_run(tmp_path / "r", recs)
@@ -192,7 +196,9 @@ def test_summary_intervals_follow_run_interval(tmp_path):
 
     assert reinterval(runs[0], "iid") is True
     assert runs[0].summary["headline"]["llm_match"]["ci95"] == pytest.approx(
-        LLMMatchJudge().aggregate(recs, interval="iid")["headline"]["llm_match"]["ci95"]
+        LLMMatchJudge(model="offline").aggregate(recs, interval="iid")["headline"]["llm_match"][
+            "ci95"
+        ]
     )
 
 

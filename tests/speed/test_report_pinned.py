@@ -43,7 +43,9 @@ def write_sweep(root: Path, runs: int = 4, episodes: int = 60) -> Path:
         recs = [_rec(i, rng) for i in range(episodes)]
         (d / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
         config = {"judge": EAC, "policy": {"name": "fbe"}, "run": {"seed": k}}
-        agg = EACJudge().aggregate([complete_record(r) for r in recs], bootstrap_samples=200)
+        agg = EACJudge(model="offline").aggregate(
+            [complete_record(r) for r in recs], bootstrap_samples=200
+        )
         summary = {"counts": {"selected": episodes, "scored": episodes, "missing": 0},
                    "config": config, "models": {"judge": EAC["model"]},
                    "intervals": {"method": "cluster"}, **agg}  # fmt: skip

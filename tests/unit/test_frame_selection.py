@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 from eqa_runner.benchmarks.openeqa_em.blind import parse_blind_answer
-from eqa_runner.benchmarks.openeqa_em.frames import STRATEGIES, FramesPolicy, select_indices
+from eqa_runner.benchmarks.openeqa_em.frames import FramesPolicy, select_indices
+from eqa_runner.errors import ConfigError
+from eqa_runner.policies.config import STRATEGIES
 
 
 @pytest.mark.parametrize("n,k", [(100, 50), (237, 50), (51, 50), (10, 3), (2, 2), (1000, 7)])
@@ -69,11 +71,11 @@ def test_no_frames() -> None:
 def test_invalid_strategy() -> None:
     with pytest.raises(ValueError, match="strategy"):
         select_indices(10, 3, "random")
-    with pytest.raises(ValueError, match="strategy"):
+    with pytest.raises(ConfigError, match="^policy.strategy=every_other: must be one of"):
         FramesPolicy(strategy="every_other")
-    with pytest.raises(ValueError, match="num_frames"):
+    with pytest.raises(ConfigError, match="^policy.num_frames=0: must be >= 1$"):
         FramesPolicy(num_frames=0)
-    with pytest.raises(ValueError, match="image_format"):
+    with pytest.raises(ConfigError, match="^policy.image_format=gif: must be one of png, jpeg$"):
         FramesPolicy(image_format="gif")
 
 

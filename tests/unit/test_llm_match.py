@@ -99,9 +99,11 @@ def test_strip_after_last_period(pred: str, out: str) -> None:
 
 def test_prepare_reports_cut() -> None:
     ep: Any = None
-    assert LLMMatchJudge().prepare(ep, "It is 2.5 m") == ("It is 2.", True)
-    assert LLMMatchJudge().prepare(ep, "A chair.") == ("A chair.", False)
-    assert LLMMatchJudge(strip_after_last_period=False).prepare(ep, "It is 2.5 m") == (
+    assert LLMMatchJudge(model="offline").prepare(ep, "It is 2.5 m") == ("It is 2.", True)
+    assert LLMMatchJudge(model="offline").prepare(ep, "A chair.") == ("A chair.", False)
+    assert LLMMatchJudge(model="offline", strip_after_last_period=False).prepare(
+        ep, "It is 2.5 m"
+    ) == (
         "It is 2.5 m",
         False,
     )
@@ -131,7 +133,7 @@ RECORDS = [
 
 
 def test_aggregate_excludes_unparsable_and_errors() -> None:
-    agg = LLMMatchJudge().aggregate(RECORDS, bootstrap_samples=200, seed=1)
+    agg = LLMMatchJudge(model="offline").aggregate(RECORDS, bootstrap_samples=200, seed=1)
     head = agg["headline"]["llm_match"]
     # 100*(s-1)/4 for s = 5, 3, 1, 4 -> 100, 50, 0, 75; the unparsable one is not a 0
     assert head["n"] == 4
@@ -142,7 +144,7 @@ def test_aggregate_excludes_unparsable_and_errors() -> None:
 
 
 def test_aggregate_breakdowns() -> None:
-    agg = LLMMatchJudge().aggregate(RECORDS, bootstrap_samples=200)
+    agg = LLMMatchJudge(model="offline").aggregate(RECORDS, bootstrap_samples=200)
     cats = agg["by_category"]
     assert list(cats) == ["object recognition", "world knowledge"]
     assert cats["object recognition"]["mean"] == pytest.approx(75.0)
@@ -154,6 +156,6 @@ def test_aggregate_breakdowns() -> None:
 
 
 def test_aggregate_nothing_scored() -> None:
-    agg = LLMMatchJudge().aggregate([r("e", None, "world knowledge", "hm3d")])
+    agg = LLMMatchJudge(model="offline").aggregate([r("e", None, "world knowledge", "hm3d")])
     assert agg["headline"]["llm_match"] == {"mean": None, "ci95": [None, None], "n": 0}
     assert agg["by_category"] == {}

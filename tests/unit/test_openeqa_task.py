@@ -15,7 +15,7 @@ from eqa_runner.benchmarks.openeqa_em.task import (
     list_frames,
     load_questions,
 )
-from eqa_runner.errors import DataError
+from eqa_runner.errors import ConfigError, DataError
 
 
 def rec(**kw: Any) -> dict[str, Any]:
@@ -179,7 +179,9 @@ def test_task_filters_subset_and_categories(tmp_path: Path) -> None:
     assert ids(OpenEQATask(data_dir=d, subset="hm3d")) == ["h1", "h2"]
     assert ids(OpenEQATask(data_dir=d, categories=["Object Recognition"])) == ["h1", "s1"]
     assert ids(OpenEQATask(data_dir=d, subset="hm3d", categories=["object recognition"])) == ["h1"]
-    with pytest.raises(DataError, match="subset"):
+    with pytest.raises(
+        ConfigError, match=r"^task.subset=replica: must be one of hm3d, scannet \(or null\)$"
+    ):
         OpenEQATask(data_dir=d, subset="replica")
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from omegaconf import MISSING  # noqa: F401
 
-from eqa_runner.benchmarks.openeqa_em.config import LLMMatchJudgeConfig
+from eqa_runner.benchmarks.openeqa_em.config import CATEGORIES, LLMMatchJudgeConfig
 from eqa_runner.policies.config import IMAGE_FORMATS, STRATEGIES, ProtocolConfig
 from eqa_runner.schema import bounded, one_of
 from eqa_runner.tasks.config import TaskConfig
@@ -30,7 +30,7 @@ class AEQATaskConfig(TaskConfig):
     require_path_lengths: bool = True  # a question without reference length is a data problem
     scenes_dir: str | None = None  # default: <data_dir>/scenes (<split>/<NNNNN-id>/<id>.*)
     split: str = one_of("all", AEQA_SPLITS)
-    categories: list[str] | None = None  # optional OpenEQA categories to keep
+    categories: list[str] | None = one_of(None, CATEGORIES)  # optional OpenEQA categories to keep
     simulator: str = "${sim._target_}"  # backend class that resolves scene files in check()
 
 

@@ -27,7 +27,8 @@ def check_aeqa(
     ``.navmesh`` (or a demo ``.glb`` with its ``.scene.json``): each problem listed."""
     from eqa_runner.benchmarks.aeqa.task import AEQATask, load_aeqa, load_path_lengths
 
-    task = AEQATask(str(data_dir), str(questions_file) if questions_file else None,
+    task = AEQATask(data_dir=str(data_dir),
+                    questions_file=str(questions_file) if questions_file else None,
                     scenes_dir=str(scenes_dir) if scenes_dir else None,
                     simulator=SIMULATORS[sim])  # fmt: skip
     lengths: dict[str, float] = {}

@@ -49,11 +49,6 @@ from typing import Any
 
 from eqa_runner import capabilities as cap
 from eqa_runner.benchmarks.aeqa.blind import check_blind_source, load_blind_run
-from eqa_runner.benchmarks.aeqa.config import (
-    AEQA_MISSING_PATH,
-    AEQA_MISSING_RULES,
-    AEQA_PATH_LENGTHS,
-)
 from eqa_runner.benchmarks.aeqa.config import AEQAJudgeConfig as Schema
 from eqa_runner.benchmarks.openeqa_em.llm_match import LLMMatchJudge
 from eqa_runner.errors import ConfigError
@@ -90,47 +85,26 @@ class AEQAJudge(LLMMatchJudge):
 
     reads = frozenset({cap.QUESTION, cap.OPEN_ANSWER, cap.REFERENCE_PATH})
 
-    name = "aeqa"
     headline = "llm_match"
 
-    def __init__(
-        self,
-        name: str = Schema.name,
-        missing_prediction: str = Schema.missing_prediction,
-        blind_run_dir: str | None = Schema.blind_run_dir,
-        path_length: str = Schema.path_length,
-        missing_path: str = Schema.missing_path,
-        strip_after_last_period: bool = Schema.strip_after_last_period,
-        reask_unparsable: bool = Schema.reask_unparsable,
-        **llm: Any,
-    ) -> None:
-        super().__init__(name, strip_after_last_period, reask_unparsable, **llm)
-        if missing_prediction not in AEQA_MISSING_RULES:
-            raise ConfigError(
-                f"judge.missing_prediction={missing_prediction}: expected one of "
-                f"{', '.join(AEQA_MISSING_RULES)}"
-            )
-        if path_length not in AEQA_PATH_LENGTHS:
-            raise ConfigError(
-                f"judge.path_length={path_length}: expected one of {', '.join(AEQA_PATH_LENGTHS)}"
-            )
-        if missing_path not in AEQA_MISSING_PATH:
-            raise ConfigError(
-                f"judge.missing_path={missing_path}: expected one of {', '.join(AEQA_MISSING_PATH)}"
-            )
-        self.missing_prediction = missing_prediction
-        self.path_length = path_length
-        self.missing_path = missing_path
+    config_class = Schema
+    config: Schema
+
+    def __init__(self, config: Schema | None = None, **overrides: Any) -> None:
+        super().__init__(config, **overrides)
+        c = self.config
+        self.missing_prediction, self.path_length = c.missing_prediction, c.path_length
+        self.missing_path = c.missing_path
         # "self": this run is the blind baseline (its own marks are the blind file)
-        self.is_blind_baseline = blind_run_dir == BLIND_SELF
+        self.is_blind_baseline = c.blind_run_dir == BLIND_SELF
         self.blind_run_dir = (
-            Path(blind_run_dir) if blind_run_dir and not self.is_blind_baseline else None
+            Path(c.blind_run_dir) if c.blind_run_dir and not self.is_blind_baseline else None
         )
         # blind_fallback without a blind run cannot apply: missing predictions score as zero
         self.applied_rule = (
             "zero"
-            if missing_prediction == "blind_fallback" and self.blind_run_dir is None
-            else missing_prediction
+            if c.missing_prediction == "blind_fallback" and self.blind_run_dir is None
+            else c.missing_prediction
         )
         if self.applied_rule == "blind_fallback" and self.blind_run_dir is not None:
             src = self.blind_run_dir

@@ -78,26 +78,15 @@ class AEQAProtocol(ExploreProtocol):
 
     name = "aeqa"
 
-    def __init__(
-        self,
-        num_steps: int = Schema.num_steps,
-        stop_check: bool = Schema.stop_check,
-        memory_frames: int = Schema.memory_frames,
-        memory_strategy: str = Schema.memory_strategy,
-        image_size: int | None = Schema.image_size,
-        image_format: str = Schema.image_format,
-    ) -> None:
-        self.num_steps = int(num_steps)
-        self.stop_check = bool(stop_check)
-        self.memory_frames = int(memory_frames)
-        self.memory_strategy = memory_strategy
-        self.image_size = image_size
-        self.image_format = image_format
-        self.new_memory()  # validates the memory settings now, not at the first frame
+    config_class = Schema
+    config: Schema
 
     def new_memory(self) -> FrameMemory:
         return FrameMemory(
-            self.memory_frames, self.memory_strategy, self.image_size, self.image_format
+            self.config.memory_frames,
+            self.config.memory_strategy,
+            self.config.image_size,
+            self.config.image_format,
         )
 
     def memory(self, x: Exploration) -> FrameMemory:
@@ -111,7 +100,11 @@ class AEQAProtocol(ExploreProtocol):
     # -------------------------------------------------------------- the loop's hooks
     def budget(self, policy: LoopSettings, scene_area: float) -> int:
         """``num_steps``, capped by ``policy.max_steps`` when that is set."""
-        return min(self.num_steps, int(policy.max_steps)) if policy.max_steps else self.num_steps
+        return (
+            min(self.config.num_steps, int(policy.max_steps))
+            if policy.max_steps
+            else self.config.num_steps
+        )
 
     def on_frame(self, x: Exploration, obs: Observation, png: bytes) -> None:
         self.memory(x).add(x.state.step, obs.rgb)
@@ -132,7 +125,7 @@ class AEQAProtocol(ExploreProtocol):
         self, policy: LoopSettings, x: Exploration, rec: dict[str, Any], ctx: EpisodeContext
     ) -> bool:
         """Ask the stop model whether the current frame suffices to answer."""
-        if not self.stop_check:
+        if not self.config.stop_check:
             return False
         mem = self.memory(x)
         frame = mem.latest
@@ -165,7 +158,7 @@ class AEQAProtocol(ExploreProtocol):
             text = text[7:].strip()
         if ctx.artifacts_dir is not None and chosen:
             ctx.artifacts_dir.mkdir(parents=True, exist_ok=True)
-            ext = "jpg" if self.image_format == "jpeg" else "png"
+            ext = "jpg" if self.config.image_format == "jpeg" else "png"
             for i, f in enumerate(chosen):
                 name = f"answer_{i:02d}_step_{f.step:03d}.{ext}"
                 (ctx.artifacts_dir / artifact_name(name)).write_bytes(f.data)
@@ -198,16 +191,16 @@ class AEQAProtocol(ExploreProtocol):
         self, policy: LoopSettings, episode: Episode, prompts_dir: str | None, steps: int
     ) -> list[RequestEstimate]:
         """Worst case: a stop check at every step of the budget, then the answer with K frames."""
-        size = resized_size(*policy.image_size, self.image_size)
+        size = resized_size(*policy.image_size, self.config.image_size)
         n = self.budget(policy, 0.0)
         stop = RequestEstimate("policy", self.stop_messages(episode, prompts_dir), [size])
         answer = RequestEstimate(
             "policy",
             self.answer_messages(episode, prompts_dir, blind=False),
-            [size] * min(n, self.memory_frames),
+            [size] * min(n, self.config.memory_frames),
         )
-        return [stop] * (n if self.stop_check else 0) + [answer]
+        return [stop] * (n if self.config.stop_check else 0) + [answer]
 
     def prompts(self, prompts_dir: str | None) -> dict[str, dict[str, object]]:
-        names = (STOP_PROMPT, ANSWER_PROMPT) if self.stop_check else (ANSWER_PROMPT,)
+        names = (STOP_PROMPT, ANSWER_PROMPT) if self.config.stop_check else (ANSWER_PROMPT,)
         return {f"aeqa-{n}": aeqa_prompt(n, prompts_dir)[2].record() for n in names}

@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from eqa_runner import capabilities as cap
-from eqa_runner.benchmarks.aeqa.config import AEQA_SPLITS, AEQATaskConfig
-from eqa_runner.benchmarks.openeqa_em.task import CATEGORIES
+from eqa_runner.benchmarks.aeqa.config import AEQATaskConfig
 from eqa_runner.benchmarks.openeqa_em.task import load_questions as load_openeqa
 from eqa_runner.errors import DataError
 from eqa_runner.sim.base import parse_scene_id
@@ -121,6 +120,25 @@ def load_path_lengths(path: Path) -> dict[str, float]:
     return out
 
 
+def _texts_and_poses(
+    questions_file: Path, openeqa_file: Path, poses_file: Path
+) -> tuple[list[Episode], Any, Path]:
+    """The questions (OpenEQA records), the pose records and the file that holds them."""
+    data = _read_json(questions_file, "question file")
+    if not isinstance(data, list) or not data:
+        raise DataError(f"{questions_file}: expected a non-empty JSON list.")
+    if not all(isinstance(x, str) for x in data):  # pose records that hold the questions too
+        return load_openeqa(questions_file), data, questions_file
+    by_id = {e.episode_id: e for e in load_openeqa(openeqa_file)}  # ids only: text from OpenEQA
+    unknown = [q for q in data if q not in by_id]
+    if unknown:
+        raise DataError(
+            f"{questions_file}: {len(unknown)} question id(s) not in {openeqa_file}, "
+            f"e.g. {unknown[:2]}."
+        )
+    return [by_id[q] for q in data], _read_json(poses_file, "pose file"), poses_file
+
+
 def load_aeqa(
     questions_file: Path,
     openeqa_file: Path,
@@ -132,22 +150,7 @@ def load_aeqa(
 
     A question without a start pose is an error, unless ``no_pose`` is given: then its id is
     appended there and the question is left out (``data check`` lists them all)."""
-    data = _read_json(questions_file, "question file")
-    if not isinstance(data, list) or not data:
-        raise DataError(f"{questions_file}: expected a non-empty JSON list.")
-    if all(isinstance(x, str) for x in data):  # ids only: text from OpenEQA, poses from the file
-        by_id = {e.episode_id: e for e in load_openeqa(openeqa_file)}
-        unknown = [q for q in data if q not in by_id]
-        if unknown:
-            raise DataError(
-                f"{questions_file}: {len(unknown)} question id(s) not in {openeqa_file}, "
-                f"e.g. {unknown[:2]}."
-            )
-        texts = [by_id[q] for q in data]
-        pose_recs = _read_json(poses_file, "pose file")
-    else:
-        texts = load_openeqa(questions_file)
-        pose_recs, poses_file = data, questions_file
+    texts, pose_recs, poses_file = _texts_and_poses(questions_file, openeqa_file, poses_file)
     if not isinstance(pose_recs, list):
         raise DataError(f"{poses_file}: expected a JSON list of records with start poses.")
     poses = {}
@@ -193,47 +196,26 @@ class AEQATask(Task):
         {cap.QUESTION, cap.OPEN_ANSWER, cap.SIMULATOR, cap.PROTOCOL, cap.REFERENCE_PATH}
     )
 
-    def __init__(
-        self,
-        data_dir: str,
-        questions_file: str | None = None,
-        openeqa_file: str | None = None,
-        poses_file: str | None = None,
-        path_lengths_file: str | None = None,
-        require_path_lengths: bool = True,
-        scenes_dir: str | None = None,
-        categories: Sequence[str] | None = None,
-        split: str = AEQATaskConfig.split,
-        check_data: bool = AEQATaskConfig.check_data,
-        simulator: str = "eqa_runner.sim.mesh.MeshSimulator",  # the config: ${sim._target_}
-        name: str = AEQATaskConfig.name,
-    ) -> None:
-        if split not in AEQA_SPLITS:
-            raise DataError(f"task.split={split!r}: expected one of {', '.join(AEQA_SPLITS)}.")
-        self.name = name
-        self.split, self.check_data = split, check_data
-        self.data_dir = Path(data_dir)
-        self.poses_file = Path(poses_file or self.data_dir / POSES_FILE)
-        self.questions_file = Path(questions_file) if questions_file else self.poses_file
-        self.openeqa_file = Path(openeqa_file or self.data_dir / OPENEQA_FILE)
-        self.path_lengths_file = Path(path_lengths_file or self.data_dir / PATH_LENGTHS_FILE)
-        self.require_path_lengths = require_path_lengths
-        self.scenes_dir = Path(scenes_dir) if scenes_dir else self.data_dir / "scenes"
-        self.categories = [c.lower() for c in categories] if categories else None
-        bad = sorted(set(self.categories or ()) - set(CATEGORIES))
-        if bad:
-            raise DataError(
-                f"task.categories: {bad} are not OpenEQA categories {list(CATEGORIES)}."
-            )
-        self.simulator = simulator
+    config_class = AEQATaskConfig
+    config: AEQATaskConfig
+
+    def __init__(self, config: AEQATaskConfig | None = None, **overrides: Any) -> None:
+        super().__init__(config, **overrides)
+        c = self.config
+        self.data_dir = Path(c.data_dir)
+        self.poses_file = Path(c.poses_file or self.data_dir / POSES_FILE)
+        self.questions_file = Path(c.questions_file) if c.questions_file else self.poses_file
+        self.openeqa_file = Path(c.openeqa_file or self.data_dir / OPENEQA_FILE)
+        self.path_lengths_file = Path(c.path_lengths_file or self.data_dir / PATH_LENGTHS_FILE)
+        self.scenes_dir = Path(c.scenes_dir) if c.scenes_dir else self.data_dir / "scenes"
 
     def load_episodes(self) -> list[Episode]:
         lengths = None
-        if self.path_lengths_file.is_file() or self.require_path_lengths:
+        if self.path_lengths_file.is_file() or self.config.require_path_lengths:
             lengths = load_path_lengths(self.path_lengths_file)
         eps = load_aeqa(self.questions_file, self.openeqa_file, self.poses_file, lengths)
-        if self.categories:
-            eps = [e for e in eps if e.category in self.categories]
+        if self.config.categories:
+            eps = [e for e in eps if e.category in self.config.categories]
         return sorted(eps, key=lambda e: e.scene)  # one scene load per scene
 
     def resolve_scene(self, episode: Episode, sim: Any) -> Any:
@@ -253,7 +235,7 @@ class AEQATask(Task):
 
     def check(self, episodes: Sequence[Episode]) -> list[str]:
         problems = super().check(episodes)
-        if self.require_path_lengths:
+        if self.config.require_path_lengths:
             problems += [
                 f"question {e.episode_id}: no reference path length in {self.path_lengths_file}"
                 for e in episodes

@@ -37,8 +37,8 @@ def check_express(
     qfile = Path(questions_file) if questions_file else data_dir / QUESTIONS_FILE
     scenes_dir = Path(scenes_dir) if scenes_dir else data_dir / "scenes"
     eps = load_questions(qfile)
-    task = ExpressTask(str(data_dir), questions_file=str(qfile), scenes_dir=str(scenes_dir),
-                       simulator=SIMULATORS[sim])  # fmt: skip
+    task = ExpressTask(data_dir=str(data_dir), questions_file=str(qfile),
+                       scenes_dir=str(scenes_dir), simulator=SIMULATORS[sim])  # fmt: skip
     rep = check_scene_files(scenes_dir, eps, "express", lambda e: e.meta.get("split", "all"),
                             presence=task.missing(eps))  # fmt: skip
     if poses and not rep.missing and not rep.broken:

@@ -28,14 +28,13 @@ from fractions import Fraction
 from typing import Any, Literal
 
 from eqa_runner import capabilities as cap
-from eqa_runner.benchmarks.express.config import INF_POLICIES, EACJudgeConfig
+from eqa_runner.benchmarks.express.config import EACJudgeConfig
 from eqa_runner.benchmarks.express.protocol import express_prompt
 from eqa_runner.llm import OFFLINE_TAG, ImagePart, LLMClient, Message, RequestEstimate, system, user
 from eqa_runner.llm.replies import tidy_reply
 from eqa_runner.scoring.aggregate import clusters_of, interval_of
 from eqa_runner.scoring.base import Judge
 from eqa_runner.scoring.efficiency import path_weight
-from eqa_runner.sim.config import SimConfig
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
 
 log = logging.getLogger(__name__)
@@ -119,24 +118,19 @@ class EACJudge(Judge):
 
     reads = frozenset({cap.QUESTION, cap.OPEN_ANSWER, cap.GOAL, cap.TRAJECTORY, cap.FINAL_FRAME})
 
-    name = "eac"
     headline = "C"
 
-    def __init__(
-        self,
-        name: str = EACJudgeConfig.name,
-        inf_policy: str = EACJudgeConfig.inf_policy,
-        reask_unparsable: bool = EACJudgeConfig.reask_unparsable,
-        image_size: tuple[int, int] = (SimConfig.width, SimConfig.height),
-        **llm: Any,
-    ) -> None:
-        super().__init__(**llm)
-        if inf_policy not in INF_POLICIES:
-            raise ValueError(f"judge.inf_policy={inf_policy!r}: expected exclude or penalize")
-        self.name = name
-        self.inf_policy = inf_policy
-        self.reask = reask_unparsable
-        self.image_size = (int(image_size[0]), int(image_size[1]))
+    config_class = EACJudgeConfig
+    config: EACJudgeConfig
+
+    @property
+    def inf_policy(self) -> str:
+        return self.config.inf_policy
+
+    @property
+    def image_size(self) -> tuple[int, int]:
+        """The final frame's (width, height), for dry-run estimates."""
+        return (int(self.config.image_size[0]), int(self.config.image_size[1]))
 
     # -------------------------------------------------------------- judging
     def messages(
@@ -167,7 +161,7 @@ class EACJudge(Judge):
             messages,
             parse_eac,
             offline_reply=f"Your mark: 1, 3 {OFFLINE_TAG}",
-            reask=REASK if self.reask else None,
+            reask=REASK if self.config.reask_unparsable else None,
         )
         if parsed is None:
             return Score(ok=False, raw=raw, metrics={})

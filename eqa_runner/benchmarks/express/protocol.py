@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from eqa_runner.benchmarks.express.config import ExpressProtocolConfig
 from eqa_runner.llm import OFFLINE_TAG, ImagePart, Message, RequestEstimate, system, user
 from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.policies.exploration import AnswerStep, Exploration
@@ -45,6 +46,8 @@ def express_messages(
 class ExpressProtocol(ExploreProtocol):
     """EXPRESS-Bench: stop check each step; answer from the decision frame or blind."""
 
+    config_class = ExpressProtocolConfig
+    config: ExpressProtocolConfig
     name = "express"
 
     def stop_messages(self, ep: Episode, prompts_dir: str | None, *img: ImagePart) -> list[Message]:

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from eqa_runner import capabilities as cap
-from eqa_runner.benchmarks.express.config import EXPRESS_SPLITS as SPLITS
 from eqa_runner.benchmarks.express.config import ExpressTaskConfig
 from eqa_runner.errors import DataError
 from eqa_runner.sim.base import parse_scene_id
@@ -200,41 +199,27 @@ class ExpressTask(Task):
 
     provides = frozenset({cap.QUESTION, cap.OPEN_ANSWER, cap.SIMULATOR, cap.PROTOCOL, cap.GOAL})
 
-    def __init__(
-        self,
-        data_dir: str,
-        questions_file: str | None = None,
-        scenes_dir: str | None = None,
-        split: str = ExpressTaskConfig.split,
-        scenes: Sequence[str] | None = None,
-        types: Sequence[str] | None = None,
-        check_data: bool = ExpressTaskConfig.check_data,
-        simulator: str = "eqa_runner.sim.mesh.MeshSimulator",  # the config: ${sim._target_}
-        name: str = ExpressTaskConfig.name,
-    ) -> None:
-        self.name = name
-        self.data_dir = Path(data_dir)
-        self.questions_file = (
-            Path(questions_file) if questions_file else (self.data_dir / QUESTIONS_FILE)
-        )
-        self.scenes_dir = Path(scenes_dir) if scenes_dir else self.data_dir / "scenes"
-        if split not in SPLITS:
-            raise DataError(f"task.split={split!r}: expected one of {', '.join(SPLITS)}.")
-        self.split = split
-        self.scenes = [str(s) for s in scenes] if scenes else None
-        self.types = [str(t).lower() for t in types] if types else None
-        self.check_data = check_data
-        self.simulator = simulator
+    config_class = ExpressTaskConfig
+    config: ExpressTaskConfig
+
+    def __init__(self, config: ExpressTaskConfig | None = None, **overrides: Any) -> None:
+        super().__init__(config, **overrides)
+        c = self.config
+        self.data_dir = Path(c.data_dir)
+        self.questions_file = Path(c.questions_file or self.data_dir / QUESTIONS_FILE)
+        self.scenes_dir = Path(c.scenes_dir) if c.scenes_dir else self.data_dir / "scenes"
 
     def load_episodes(self) -> list[Episode]:
+        c = self.config
         eps = load_questions(self.questions_file)
-        if self.split != "all":
-            eps = [e for e in eps if e.meta["split"] == self.split]
-        if self.scenes:
-            wanted = {scene_key(s) for s in self.scenes}
+        if c.split != "all":
+            eps = [e for e in eps if e.meta["split"] == c.split]
+        if c.scenes:
+            wanted = {scene_key(s) for s in c.scenes}
             eps = [e for e in eps if scene_key(e.scene) in wanted]
-        if self.types:
-            eps = [e for e in eps if e.category in self.types]
+        if c.types:
+            types = {t.lower() for t in c.types}
+            eps = [e for e in eps if e.category in types]
         # group by scene (stable inside a scene) so one simulator serves consecutive episodes
         return sorted(eps, key=lambda e: scene_key(e.scene))
 
@@ -267,6 +252,6 @@ class ExpressTask(Task):
             "questions_file": str(self.questions_file),
             "questions_sha256": digest,
             "scenes_dir": str(self.scenes_dir),
-            "split": self.split,
-            "scenes": self.scenes,
+            "split": self.config.split,
+            "scenes": self.config.scenes,
         }

@@ -49,7 +49,7 @@ def hmeqa_instructions(data_dir: Path) -> str:
     try:
         from eqa_runner.benchmarks.hmeqa.task import HMEQATask
 
-        n_scenes = str(len({e.scene for e in HMEQATask(str(data_dir)).load_episodes()}))
+        n_scenes = str(len({e.scene for e in HMEQATask(data_dir=str(data_dir)).load_episodes()}))
     except Exception:
         pass
     return HMEQA_INSTRUCTIONS.format(
@@ -72,7 +72,7 @@ def check_hmeqa(
 
     data_dir = Path(data_dir)
     task = HMEQATask(
-        str(data_dir),
+        data_dir=str(data_dir),
         questions_file=str(questions_file) if questions_file else None,
         poses_file=str(poses_file) if poses_file else None,
         scenes_dir=str(scenes_dir) if scenes_dir else None,

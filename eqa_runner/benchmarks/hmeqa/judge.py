@@ -64,15 +64,11 @@ class HMEQAJudge(Judge):
 
     reads = frozenset({cap.CHOICES, cap.TRAJECTORY})
 
-    name = "hmeqa"
     headline = "accuracy"
     needs_model = False
 
-    def __init__(
-        self, name: str = Schema.name, reask_unparsable: bool = Schema.reask_unparsable, **llm: Any
-    ) -> None:
-        super().__init__(**llm)
-        self.name = name
+    config_class = Schema
+    config: Schema
 
     async def score(
         self,

@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from eqa_runner.benchmarks.hmeqa.choice_rules import BLACK_STEPS, RULES, TIE_BREAKS, apply_rule
+from eqa_runner.benchmarks.hmeqa.choice_rules import RULES, apply_rule
 from eqa_runner.benchmarks.hmeqa.config import HMEQAProtocolConfig as Schema
 from eqa_runner.llm import OFFLINE_TAG, ImagePart, Message, RequestEstimate, user
 from eqa_runner.llm.choice import option_letters, pick
@@ -110,26 +110,8 @@ class HMEQAProtocol(ExploreProtocol):
 
     name = "hmeqa"
 
-    def __init__(
-        self,
-        answer_rule: str = Schema.answer_rule,
-        stop_confidence: float | None = Schema.stop_confidence,
-        top_logprobs: int | None = Schema.top_logprobs,
-        black_steps: str = Schema.black_steps,
-        tie_break: str = Schema.tie_break,
-    ) -> None:
-        if answer_rule not in RULES:
-            raise ValueError(f"protocol.answer_rule={answer_rule!r}: expected weighted or max")
-        if black_steps not in BLACK_STEPS or tie_break not in TIE_BREAKS:
-            raise ValueError(
-                f"protocol.black_steps={black_steps!r} / protocol.tie_break={tie_break!r}: "
-                f"expected {' or '.join(BLACK_STEPS)} / {' or '.join(TIE_BREAKS)}"
-            )
-        self.answer_rule = answer_rule
-        self.black_steps = black_steps
-        self.tie_break = tie_break
-        self.stop_confidence = stop_confidence
-        self.top_logprobs = top_logprobs
+    config_class = Schema
+    config: Schema
 
     # ---------------------------------------------------------------- prompts
     def answer_messages(
@@ -159,12 +141,12 @@ class HMEQAProtocol(ExploreProtocol):
             ctx.llm.acomplete(
                 self.answer_messages(ep, ctx.prompts_dir, img),
                 offline_reply=f"A {OFFLINE_TAG}",
-                top_logprobs=self.top_logprobs,
+                top_logprobs=self.config.top_logprobs,
             ),
             x.stop_llm.acomplete(
                 self.confidence_messages(ep, ctx.prompts_dir, img),
                 offline_reply=f"{word} {OFFLINE_TAG}",
-                top_logprobs=self.top_logprobs,
+                top_logprobs=self.config.top_logprobs,
             ),
         )
         choice = pick(a.text, a.logprobs, choices)
@@ -189,7 +171,11 @@ class HMEQAProtocol(ExploreProtocol):
             rec["answer_missing"] = list(choice.missing)
         if not any("params" in s for s in x.steps):  # the parameters sent, once per episode
             rec["params"] = a.params
-        return self.stop_confidence is not None and r is not None and r >= self.stop_confidence
+        return (
+            self.config.stop_confidence is not None
+            and r is not None
+            and r >= self.config.stop_confidence
+        )
 
     # ---------------------------------------------------------------- the answer
     async def answer(
@@ -206,12 +192,12 @@ class HMEQAProtocol(ExploreProtocol):
                 rule,
                 x.steps,
                 n_options=len(letters),
-                black=self.black_steps,
-                tie_break=self.tie_break,
+                black=self.config.black_steps,
+                tie_break=self.config.tie_break,
             )  # fmt: skip
             for rule in RULES
         }
-        chosen = results[self.answer_rule]
+        chosen = results[self.config.answer_rule]
         letter = None if chosen.index is None else letters[chosen.index]
         return AnswerStep(
             answer=letter,
@@ -219,7 +205,7 @@ class HMEQAProtocol(ExploreProtocol):
             params=next((s.get("params", {}) for s in asked if "params" in s), {}),
             seconds=time.perf_counter() - t1,
             trace={
-                "answer_rule": self.answer_rule,
+                "answer_rule": self.config.answer_rule,
                 "answer_step": chosen.step,
                 "rule_answers": {
                     k: None if v.index is None else letters[v.index] for k, v in results.items()
@@ -229,9 +215,9 @@ class HMEQAProtocol(ExploreProtocol):
                 "confidence_sources": dict(Counter(s["confidence_source"] for s in asked)),
                 "unparsable_steps": sum(1 for s in asked if s["answer_source"] == "unparsable"),
                 "steps_asked": len(asked),
-                "black_steps": self.black_steps,
-                "tie_break": self.tie_break,
-                "stop_confidence": self.stop_confidence,
+                "black_steps": self.config.black_steps,
+                "tie_break": self.config.tie_break,
+                "stop_confidence": self.config.stop_confidence,
                 "choices": list(episode.meta["choices"]),
             },
         )

@@ -209,43 +209,30 @@ class HMEQATask(Task):
 
     provides = frozenset({cap.QUESTION, cap.CHOICES, cap.SIMULATOR, cap.PROTOCOL})
 
-    def __init__(
-        self,
-        data_dir: str,
-        questions_file: str | None = None,
-        poses_file: str | None = None,
-        scenes_dir: str | None = None,
-        categories: Sequence[str] | None = None,
-        scenes: Sequence[str] | None = None,
-        simulator: str = "eqa_runner.sim.mesh.MeshSimulator",  # the config: ${sim._target_}
-        name: str = Schema.name,
-        split: str = Schema.split,
-        check_data: bool = Schema.check_data,
-    ) -> None:
-        if split != "all":
-            raise DataError(f"task.split={split!r}: HM-EQA has one set of questions (all).")
-        self.name = name
-        self.check_data = check_data
-        self.data_dir = Path(data_dir)
-        self.questions_file = Path(questions_file or self.data_dir / QUESTIONS_FILE)
-        self.poses_file = Path(poses_file or self.data_dir / POSES_FILE)
-        self.scenes_dir = Path(scenes_dir) if scenes_dir else self.data_dir / "scenes"
-        self.categories = [c.lower() for c in categories] if categories else None
-        self.scenes = [str(s) for s in scenes] if scenes else None
-        self.simulator = simulator
+    config_class = Schema
+    config: Schema
+
+    def __init__(self, config: Schema | None = None, **overrides: Any) -> None:
+        super().__init__(config, **overrides)
+        c = self.config
+        self.data_dir = Path(c.data_dir)
+        self.questions_file = Path(c.questions_file or self.data_dir / QUESTIONS_FILE)
+        self.poses_file = Path(c.poses_file or self.data_dir / POSES_FILE)
+        self.scenes_dir = Path(c.scenes_dir) if c.scenes_dir else self.data_dir / "scenes"
 
     def load_episodes(self) -> list[Episode]:
         eps = load_questions(self.questions_file, load_poses(self.poses_file), self.poses_file)
-        if self.categories:
-            unknown = sorted(set(self.categories) - {e.category for e in eps})
+        if self.config.categories:
+            wanted_cats = {c.lower() for c in self.config.categories}
+            unknown = sorted(wanted_cats - {e.category for e in eps})
             if unknown:
                 raise DataError(
                     f"task.categories: {unknown} not in {self.questions_file} "
                     f"(categories there: {sorted({e.category for e in eps})})."
                 )
-            eps = [e for e in eps if e.category in self.categories]
-        if self.scenes:
-            wanted = {scene_key(s) for s in self.scenes}
+            eps = [e for e in eps if e.category in wanted_cats]
+        if self.config.scenes:
+            wanted = {scene_key(s) for s in self.config.scenes}
             eps = [e for e in eps if scene_key(e.scene) in wanted]
         return sorted(eps, key=lambda e: (scene_key(e.scene), e.meta["floor"], int(e.episode_id)))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from eqa_runner.benchmarks.openeqa_em.config import BlindPolicyConfig
+from eqa_runner.configured import Configured
 from eqa_runner.llm import OFFLINE_TAG, RequestEstimate, user
 from eqa_runner.policies.base import Policy
 from eqa_runner.policies.context import EpisodeContext
@@ -25,11 +26,11 @@ def parse_blind_answer(text: str) -> tuple[str, bool]:
     return text.strip(), False
 
 
-class BlindPolicy(Policy):
+class BlindPolicy(Configured, Policy):
     """No frames: an LLM guesses from common sense (OpenEQA's blind baseline)."""
 
-    def __init__(self, name: str = BlindPolicyConfig.name) -> None:
-        self.name = name
+    config_class = BlindPolicyConfig
+    config: BlindPolicyConfig
 
     def _messages(self, episode: Episode, prompts_dir: str | None) -> list[dict[str, Any]]:
         prompt = load_prompt(PROMPTS, PROMPT, prompts_dir)

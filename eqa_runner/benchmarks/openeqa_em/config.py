@@ -17,6 +17,15 @@ from eqa_runner.tasks.config import TaskConfig
 
 OPENEQA_SPLITS = ("all",)  # OpenEQA has no official split: another value is refused
 OPENEQA_SUBSETS = ("hm3d", "scannet")
+CATEGORIES = (  # the paper's seven (open-eqa-v0.json's category field)
+    "object recognition",
+    "object localization",
+    "attribute recognition",
+    "spatial understanding",
+    "object state recognition",
+    "functional reasoning",
+    "world knowledge",
+)
 
 
 @dataclass

@@ -79,24 +79,14 @@ class LLMMatchJudge(Judge):
 
     reads = frozenset({cap.QUESTION, cap.OPEN_ANSWER})
 
-    name = "llm_match"
     headline = "llm_match"
 
-    def __init__(
-        self,
-        name: str = Schema.name,
-        strip_after_last_period: bool = Schema.strip_after_last_period,
-        reask_unparsable: bool = Schema.reask_unparsable,
-        **llm: Any,
-    ) -> None:
-        super().__init__(**llm)
-        self.name = name
-        self.strip = strip_after_last_period
-        self.reask = reask_unparsable
+    config_class = Schema
+    config: Schema
 
     def prepare(self, episode: Episode, prediction: str) -> tuple[str, bool]:
         """The prediction as the judge sees it, and whether post-processing changed it."""
-        if not self.strip:
+        if not self.config.strip_after_last_period:
             return prediction, False
         cut = strip_after_last_period(prediction)
         return cut, cut != prediction
@@ -136,7 +126,7 @@ class LLMMatchJudge(Judge):
             messages,
             parse_mark,
             offline_reply=f"Your mark: 3 {OFFLINE_TAG}",
-            reask=REASK if self.reask else None,
+            reask=REASK if self.config.reask_unparsable else None,
         )
         if mark is None:
             return Score(ok=False, raw=raw, metrics={})

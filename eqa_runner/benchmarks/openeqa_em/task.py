@@ -11,21 +11,12 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from eqa_runner import capabilities as cap
-from eqa_runner.benchmarks.openeqa_em.config import OPENEQA_SPLITS, OPENEQA_SUBSETS
+from eqa_runner.benchmarks.openeqa_em.config import CATEGORIES
 from eqa_runner.benchmarks.openeqa_em.config import OpenEQATaskConfig as Schema
 from eqa_runner.errors import DataError
 from eqa_runner.tasks.base import Task
 from eqa_runner.types import Episode
 
-CATEGORIES = (
-    "object recognition",
-    "object localization",
-    "attribute recognition",
-    "spatial understanding",
-    "object state recognition",
-    "functional reasoning",
-    "world knowledge",
-)
 QUESTIONS_FILE = "open-eqa-v0.json"
 IMAGE_EXTS = {".png", ".jpg", ".jpeg", ".webp", ".bmp"}
 FRAME_SUBDIRS = ("", "frames", "rgb", "color", "images")
@@ -160,42 +151,26 @@ class OpenEQATask(Task):
 
     provides = frozenset({cap.QUESTION, cap.OPEN_ANSWER, cap.FRAMES})
 
-    def __init__(
-        self,
-        data_dir: str,
-        questions_file: str | None = None,
-        episodes_dir: str | None = None,
-        split: str = Schema.split,
-        subset: str | None = Schema.subset,
-        categories: Sequence[str] | None = None,
-        check_data: bool = Schema.check_data,
-        allow_unknown_categories: bool = Schema.allow_unknown_categories,
-        name: str = Schema.name,
-    ) -> None:
-        self.name = name
-        self.data_dir = Path(data_dir)
-        self.questions_file = (
-            Path(questions_file) if questions_file else (self.data_dir / QUESTIONS_FILE)
-        )
-        self.episodes_dir = Path(episodes_dir) if episodes_dir else self.data_dir / "episodes"
-        if split not in OPENEQA_SPLITS:
-            raise DataError(f"task.split={split!r}: OpenEQA has no official split; use all.")
-        self.split = split
-        if subset is not None and subset not in OPENEQA_SUBSETS:
-            raise DataError(f"task.subset={subset!r}: expected hm3d, scannet or null.")
-        self.subset = subset
-        self.categories = [c.lower() for c in categories] if categories else None
-        self.check_data = check_data
-        self.allow_unknown_categories = allow_unknown_categories
+    config_class = Schema
+    config: Schema
+
+    def __init__(self, config: Schema | None = None, **overrides: Any) -> None:
+        super().__init__(config, **overrides)
+        c = self.config
+        self.data_dir = Path(c.data_dir)
+        self.questions_file = Path(c.questions_file or self.data_dir / QUESTIONS_FILE)
+        self.episodes_dir = Path(c.episodes_dir) if c.episodes_dir else self.data_dir / "episodes"
 
     def load_episodes(self) -> list[Episode]:
+        c = self.config
         eps = load_questions(
-            self.questions_file, allow_unknown_categories=self.allow_unknown_categories
+            self.questions_file, allow_unknown_categories=c.allow_unknown_categories
         )
-        if self.subset:
-            eps = [e for e in eps if e.meta["subset"] == self.subset]
-        if self.categories:
-            eps = [e for e in eps if e.category in self.categories]
+        if c.subset:
+            eps = [e for e in eps if e.meta["subset"] == c.subset]
+        if c.categories:
+            wanted = {x.lower() for x in c.categories}
+            eps = [e for e in eps if e.category in wanted]
         return eps
 
     def episode_dir(self, episode: Episode) -> Path:
@@ -235,5 +210,5 @@ class OpenEQATask(Task):
             "data_dir": str(self.data_dir),
             "questions_file": str(self.questions_file),
             "questions_sha256": digest,
-            "subset": self.subset,
+            "subset": self.config.subset,
         }

@@ -28,7 +28,7 @@ class MP3DEQATaskConfig(TaskConfig):
     # questions_file: default <data_dir>/<split>/<split>.json.gz
     scenes_dir: str | None = None  # default: <data_dir>/scenes (holds mp3d/<house>/<house>.glb)
     split: str = one_of("val", SPLITS)
-    types: list[str] | None = None  # keep these question types (location, color, color_room)
+    types: list[str] | None = one_of(None, QUESTION_TYPES)  # keep these question types
     scenes: list[str] | None = None  # keep these houses, e.g. [17DRP5sb8fy]
     # start k actions before the end of the shortest path (the papers' T_-10/-30/-50);
     # null: at the episode's start_position (habitat-baselines' "rand_init")

@@ -29,16 +29,12 @@ DISTANCES = ("d_T", "d_D", "d_min")
 class MP3DEQAJudge(Judge):
     """Exact match in the answer vocabulary, plus d_T / d_D / d_min from the trajectory."""
 
-    name = "mp3d_eqa"
     headline = "accuracy"
     needs_model = False
     reads = frozenset({cap.QUESTION, cap.GOAL, cap.TRAJECTORY})
 
-    def __init__(
-        self, name: str = Schema.name, reask_unparsable: bool = Schema.reask_unparsable, **llm: Any
-    ) -> None:
-        super().__init__(**llm)
-        self.name = name
+    config_class = Schema
+    config: Schema
 
     async def score(
         self,

@@ -52,25 +52,15 @@ class MP3DEQAProtocol(ExploreProtocol):
     goal_on_floor = False
     goal_distance_each_step = True
 
-    def __init__(
-        self,
-        stop_check: bool = Schema.stop_check,
-        max_path_m: float | None = Schema.max_path_m,
-        answer_frames: int = Schema.answer_frames,
-        image_size: int = Schema.image_size,
-        image_format: str = Schema.image_format,
-    ) -> None:
-        self.stop_check = bool(stop_check)
-        self.max_path_m = None if max_path_m is None else float(max_path_m)
-        self.answer_frames, self.image_size = int(answer_frames), int(image_size)
-        self.image_format = image_format
+    config_class = Schema
+    config: Schema
 
     def memory(self, x: Exploration) -> FrameMemory:
         """The episode's last ``answer_frames`` frames (made at its first frame)."""
         state = vars(x)
         if _MEMORY not in state:
             state[_MEMORY] = FrameMemory(
-                self.answer_frames, "last", self.image_size, self.image_format
+                self.config.answer_frames, "last", self.config.image_size, self.config.image_format
             )
         mem: FrameMemory = state[_MEMORY]
         return mem
@@ -95,10 +85,10 @@ class MP3DEQAProtocol(ExploreProtocol):
         self, policy: LoopSettings, x: Exploration, rec: dict[str, Any], ctx: EpisodeContext
     ) -> bool:
         """Stop at upstream's path budget, else when the stop model says the view suffices."""
-        if self.max_path_m is not None and x.path_len >= self.max_path_m:
+        if self.config.max_path_m is not None and x.path_len >= self.config.max_path_m:
             x.stop_reason = rec["stop_reason"] = "path_budget"
             return True
-        if not self.stop_check:
+        if not self.config.stop_check:
             return False
         t1 = time.perf_counter()
         word = "yes" if rec["step"] >= OFFLINE_STOP_AFTER else "no"
@@ -136,7 +126,7 @@ class MP3DEQAProtocol(ExploreProtocol):
                 "protocol": self.name,
                 "answer_frames": [f.step for f in chosen],
                 "answer_options": len(options),
-                "max_path_m": self.max_path_m,
+                "max_path_m": self.config.max_path_m,
             },
         )
 
@@ -145,12 +135,12 @@ class MP3DEQAProtocol(ExploreProtocol):
         self, policy: LoopSettings, episode: Episode, prompts_dir: str | None, steps: int
     ) -> list[RequestEstimate]:
         """A stop check per step (when on), then the answer with K frames."""
-        size = (self.image_size, self.image_size)
+        size = (self.config.image_size, self.config.image_size)
         stop = RequestEstimate("policy", self.stop_messages(episode, prompts_dir), [size])
         answer = RequestEstimate(
-            "policy", self.answer_messages(episode, prompts_dir), [size] * self.answer_frames
+            "policy", self.answer_messages(episode, prompts_dir), [size] * self.config.answer_frames
         )
-        return [stop] * (steps if self.stop_check else 0) + [answer]
+        return [stop] * (steps if self.config.stop_check else 0) + [answer]
 
     def prompts(self, prompts_dir: str | None) -> dict[str, dict[str, object]]:
         return {

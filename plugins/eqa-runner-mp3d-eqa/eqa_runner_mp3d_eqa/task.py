@@ -17,11 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from eqa_runner import capabilities as cap
-from eqa_runner.errors import DataError
 from eqa_runner.tasks.base import Task
-from eqa_runner.tasks.scenes import scene_problems, simulator_stub
+from eqa_runner.tasks.scenes import missing_by_episode, missing_scenes, simulator_stub
 from eqa_runner.types import Episode
-from eqa_runner_mp3d_eqa.config import QUESTION_TYPES
 from eqa_runner_mp3d_eqa.config import MP3DEQATaskConfig as Schema
 from eqa_runner_mp3d_eqa.episodes import Vocab, episodes_file, load, scene_path, xyzw_to_wxyz
 
@@ -78,61 +76,47 @@ def to_episode(raw: dict[str, Any], answers: Vocab, steps: int | None) -> Episod
 class MP3DEQATask(Task):
     """MP3D-EQA v1: explore a Matterport3D house from a start pose, answer with one word."""
 
-    name = "mp3d_eqa"
+    config_class = Schema
+    config: Schema
     provides = frozenset({cap.QUESTION, cap.SIMULATOR, cap.PROTOCOL, cap.GOAL})
 
-    def __init__(
-        self,
-        data_dir: str,
-        questions_file: str | None = None,
-        scenes_dir: str | None = None,
-        split: str = Schema.split,
-        types: Sequence[str] | None = None,
-        scenes: Sequence[str] | None = None,
-        spawn_steps: int | None = None,
-        simulator: str = "eqa_runner.sim.mesh.MeshSimulator",  # the config: ${sim._target_}
-        name: str = Schema.name,
-        check_data: bool = Schema.check_data,
-    ) -> None:
-        self.name, self.split, self.check_data = name, split, check_data
-        self.data_dir = Path(data_dir)
-        self.questions_file = Path(questions_file or episodes_file(self.data_dir, split))
-        self.scenes_dir = Path(scenes_dir) if scenes_dir else self.data_dir / "scenes"
-        bad = sorted(set(types or ()) - set(QUESTION_TYPES))
-        if bad:
-            known = ", ".join(QUESTION_TYPES)
-            raise DataError(f"task.types: {bad} are not MP3D-EQA question types ({known}).")
-        self.types = list(types) if types else None
-        self.scenes = [str(s) for s in scenes] if scenes else None
-        self.spawn_steps = spawn_steps
-        self.simulator = simulator
+    def __init__(self, config: Schema | None = None, **overrides: Any) -> None:
+        super().__init__(config, **overrides)
+        c = self.config
+        self.data_dir = Path(c.data_dir)
+        self.questions_file = Path(c.questions_file or episodes_file(self.data_dir, c.split))
+        self.scenes_dir = Path(c.scenes_dir) if c.scenes_dir else self.data_dir / "scenes"
 
     def load_episodes(self) -> list[Episode]:
+        c = self.config
         raw, _, answers = load(self.questions_file)
-        eps = [to_episode(r, answers, self.spawn_steps) for r in raw]
-        if self.types:
-            eps = [e for e in eps if e.category in self.types]
-        if self.scenes:
-            eps = [e for e in eps if house_of(e.scene) in set(self.scenes)]
+        eps = [to_episode(r, answers, c.spawn_steps) for r in raw]
+        if c.types:
+            eps = [e for e in eps if e.category in c.types]
+        if c.scenes:
+            eps = [e for e in eps if house_of(e.scene) in set(c.scenes)]
         return sorted(eps, key=lambda e: (house_of(e.scene), _id_key(e.episode_id)))
 
     def resolve_scene(self, episode: Episode, sim: Any) -> Any:
         return sim.resolve_scene(self.scenes_dir, episode.scene)
 
-    def check(self, episodes: Sequence[Episode]) -> list[str]:
+    def missing(self, episodes: Sequence[Episode]) -> dict[str, str]:
+        """Episodes whose house the selected backend (``sim=``) cannot find: the one presence
+        check of a run, a dry run and ``data check``."""
         sim = simulator_stub(self.simulator)
-        return scene_problems((e.scene for e in episodes), self.scenes_dir, sim, FETCH_HINT)
+        scenes = missing_scenes((e.scene for e in episodes), self.scenes_dir, sim, FETCH_HINT)
+        return missing_by_episode(episodes, scenes)
 
     def describe(self) -> dict[str, Any]:
         f = self.questions_file
         return {
             "name": self.name,
-            "split": self.split,
+            "split": self.config.split,
             "data_dir": str(self.data_dir),
             "questions_file": str(f),
             "questions_sha256": hashlib.sha256(f.read_bytes()).hexdigest() if f.is_file() else None,
             "scenes_dir": str(self.scenes_dir),
-            "spawn_steps": self.spawn_steps,
+            "spawn_steps": self.config.spawn_steps,
         }
 
     def subset_of(self, episode: Episode) -> str | None:

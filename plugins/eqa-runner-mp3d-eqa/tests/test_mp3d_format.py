@@ -73,7 +73,7 @@ def test_shortest_path_replays_in_v1_actions(mp3d_demo):
 
 
 def test_task_turns_the_file_into_episodes(mp3d_demo):
-    eps = MP3DEQATask(str(mp3d_demo)).load_episodes()
+    eps = MP3DEQATask(data_dir=str(mp3d_demo)).load_episodes()
     raw = {e["episode_id"]: e for e in _raw(mp3d_demo)["episodes"]}
     assert len(eps) == 8 and {e.category for e in eps} <= {"location", "color", "color_room"}
     for e in eps:
@@ -82,12 +82,12 @@ def test_task_turns_the_file_into_episodes(mp3d_demo):
         assert e.meta["goal_position"] == r["goals"][0]["position"]
         assert e.meta["answer_vocab"][e.meta["answer_token"]] == e.answer
         assert e.meta["geodesic_distance"] > 1.0
-    assert MP3DEQATask(str(mp3d_demo)).check(eps) == []
+    assert MP3DEQATask(data_dir=str(mp3d_demo)).check(eps) == []
 
 
 def test_spawn_steps_start_on_the_shortest_path(mp3d_demo):
     raw = {e["episode_id"]: e for e in _raw(mp3d_demo)["episodes"]}
-    for e in MP3DEQATask(str(mp3d_demo), spawn_steps=10).load_episodes():
+    for e in MP3DEQATask(data_dir=str(mp3d_demo), spawn_steps=10).load_episodes():
         path = raw[e.episode_id]["shortest_paths"][0]
         assert e.meta["start_position"] == path[len(path) - 10]["position"]
         assert e.meta["geodesic_distance"] < 1.5  # <= 9 forward steps of 0.1 m
@@ -124,4 +124,4 @@ def test_bad_input_is_one_line_naming_the_field(mp3d_demo, tmp_path, edit, field
 
 def test_missing_file_says_how_to_get_it(tmp_path):
     with pytest.raises(DataError, match="--only mp3d_eqa"):
-        MP3DEQATask(str(tmp_path)).load_episodes()
+        MP3DEQATask(data_dir=str(tmp_path)).load_episodes()
