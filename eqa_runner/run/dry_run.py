@@ -110,10 +110,20 @@ def data_lines(
     lines = [
         f"  data: {len(missing)} of {len(episodes)} episodes lack their scene or frames "
         f"({len(problems)} scenes or frame folders missing), e.g. {problems[0]}",
-        f"  `python -m eqa_runner.data check {_bench(parts)}` lists them; the estimate below "
-        f"covers the {len(runnable)} episodes that can run",
+        f"  `python -m eqa_runner.data check {_bench(parts)}{_sim_arg(parts)}` lists them; the "
+        f"estimate below covers the {len(runnable)} episodes that can run",
     ]
     return runnable, lines, missing
+
+
+def _sim_arg(parts: Components) -> str:
+    """`` --sim habitat`` when the task looks scenes up through a backend other than the data
+    check's default (so the listing is the one this run's backend makes)."""
+    from eqa_runner.data.checks import SIMULATORS
+
+    by_class = {cls: name for name, cls in SIMULATORS.items()}
+    name = by_class.get(str(getattr(parts.task, "simulator", "")))
+    return f" --sim {name}" if name and name != "mesh" else ""
 
 
 def _bench(parts: Components) -> str:

@@ -22,7 +22,7 @@ def _hmeqa_without_one_scene(tmp_path: Path, demo: Path) -> Path:
 
 def test_hmeqa_dry_run_and_data_check_agree(tmp_path, hmeqa_demo, compose_cfg, capsys):
     data = _hmeqa_without_one_scene(tmp_path, hmeqa_demo)
-    eps = HMEQATask(str(data)).load_episodes()
+    eps = HMEQATask(data_dir=str(data)).load_episodes()
     gone = sorted(e.episode_id for e in eps if e.scene == "00002-DemoApt1")
     out = run(compose_cfg(["task=hmeqa", "policy=re", f"task.data_dir={data}",
                            "run.dry_run=true", "llm=offline"]))  # fmt: skip
@@ -49,7 +49,9 @@ def test_hmeqa_scene_check_follows_the_simulator(tmp_path, hmeqa_demo, compose_c
     assert cfg.task.simulator == "eqa_runner.sim.habitat.HabitatSimulator"
     data = _hmeqa_without_one_scene(tmp_path, hmeqa_demo)
     for sim in ("mesh", "habitat"):
-        task = HMEQATask(str(data), simulator=f"eqa_runner.sim.{sim}.{sim.title()}Simulator")
+        task = HMEQATask(
+            data_dir=str(data), simulator=f"eqa_runner.sim.{sim}.{sim.title()}Simulator"
+        )
         (problem,) = task.check(task.load_episodes())
         # the train layout upstream reads, first; the backend in use; how HM3D access is had
         assert (
@@ -59,3 +61,23 @@ def test_hmeqa_scene_check_follows_the_simulator(tmp_path, hmeqa_demo, compose_c
         assert "scenes/val" not in problem and "data fetch" not in problem
     args = build_parser().parse_args(["check", "hmeqa", "--sim", "habitat"])
     assert args.sim == "habitat"
+
+
+def test_dry_run_and_data_check_look_scenes_up_through_the_backend_in_use(
+    tmp_path, hmeqa_demo, compose_cfg, capsys
+):
+    """``sim=habitat`` runs (and dry runs) and ``data check --sim habitat`` make the same scene
+    lookup, the habitat backend's (.basis.glb, .glb, then .ply), and say so; the dry run's hint
+    names the ``--sim`` that lists what this backend misses."""
+    data = _hmeqa_without_one_scene(tmp_path, hmeqa_demo)
+    for sim in ("habitat", "mesh"):
+        out = run(compose_cfg(["task=hmeqa", "policy=re", f"task.data_dir={data}", f"sim={sim}",
+                               "run.dry_run=true", "llm=offline"]))  # fmt: skip
+        text = capsys.readouterr().out
+        assert out["missing_data"] == 5, text
+        assert f"no scene file for sim={sim} at" in text
+        hint = "`python -m eqa_runner.data check hmeqa --sim habitat`"
+        assert (hint in text) is (sim == "habitat"), text
+        assert data_main(["check", "hmeqa", "--data-dir", str(data), "--sim", sim]) == 1
+        listed = [ln for ln in capsys.readouterr().out.splitlines() if "missing: scene" in ln]
+        assert len(listed) == 1 and f"sim={sim} at" in listed[0], listed

@@ -9,7 +9,7 @@ import argparse
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from eqa_runner.data.checks import CheckReport
+from eqa_runner.data.checks import SIMULATORS, CheckReport, add_sim_arg
 
 EPISODES_URL = "https://dl.fbaipublicfiles.com/habitat/data/datasets/eqa/mp3d/v1/eqa_mp3d_v1.zip"
 INSTRUCTIONS = """\
@@ -34,14 +34,18 @@ def instructions(data_dir: Path) -> str:
 
 
 def check_mp3d_eqa(
-    data_dir: Path, split: str = "val", scenes_dir: Path | None = None
+    data_dir: Path, split: str = "val", scenes_dir: Path | None = None, sim: str = "mesh"
 ) -> tuple[CheckReport, list[str]]:
-    """The split file loads and every house has its mesh (and navmesh, unless a demo scene)."""
+    """The split file loads and every house is found by the ``sim`` backend (the task's presence
+    check, as a run and a dry run make it) with its navmesh (unless a demo scene)."""
     from eqa_runner_mp3d_eqa.task import MP3DEQATask
 
     scenes = str(scenes_dir) if scenes_dir else None
-    task = MP3DEQATask(str(data_dir), split=split, scenes_dir=scenes)
+    task = MP3DEQATask(data_dir=str(data_dir), split=split, scenes_dir=scenes,
+                       simulator=SIMULATORS[sim])  # fmt: skip
     eps = task.load_episodes()
+    gone = task.missing(eps)  # episode id -> problem, one line per house
+    absent = {e.scene: gone[e.episode_id] for e in eps if e.episode_id in gone}
     rep = CheckReport("mp3d_eqa", questions=len(eps))
     by_scene: dict[str, int] = defaultdict(int)
     for e in eps:
@@ -50,6 +54,9 @@ def check_mp3d_eqa(
     st = rep.stats.setdefault(split, {"expected": len(by_scene), "present": 0})
     st["questions"] = len(eps)
     for scene, n in sorted(by_scene.items()):
+        if scene in absent:
+            rep.missing.append(f"{absent[scene]} ({n} episodes)")
+            continue
         path = task.scenes_dir / scene  # mp3d/<house>/<house>.glb, as habitat-lab joins it
         glb = path if path.is_file() else None
         nav = path.with_suffix(".navmesh").is_file()
@@ -82,13 +89,14 @@ def fetch(args: argparse.Namespace) -> int:
 def add_check_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--split", default="val", choices=["val", "train"])
     p.add_argument("--scenes-dir", type=Path, default=None, help="default <data-dir>/scenes")
+    add_sim_arg(p)
 
 
 def check(args: argparse.Namespace) -> int:
     from eqa_runner.errors import DataError
 
     try:
-        rep, notes = check_mp3d_eqa(Path(args.data_dir), args.split, args.scenes_dir)
+        rep, notes = check_mp3d_eqa(Path(args.data_dir), args.split, args.scenes_dir, args.sim)
     except DataError as e:
         print(f"FAILED: {e}")
         return 1

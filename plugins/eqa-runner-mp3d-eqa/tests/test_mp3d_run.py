@@ -114,3 +114,27 @@ def test_data_check_and_demo_commands(mp3d_demo, tmp_path):
 
     dirs = write_demo(tmp_path / "demo", only=["mp3d_eqa"])
     assert (dirs["mp3d_eqa"] / "val" / "val.json.gz").is_file()
+
+
+def test_data_check_and_dry_run_use_the_backend_in_use(mp3d_demo, tmp_path, capsys):
+    """``data check mp3d_eqa --sim habitat`` makes the habitat backend's scene lookup (the one a
+    ``sim=habitat`` run makes): a missing house is named with the backend and both agree."""
+    import shutil
+
+    from eqa_runner.data.commands import main as data_main
+    from eqa_runner_mp3d_eqa.task import MP3DEQATask
+
+    data = tmp_path / "mp3d"
+    shutil.copytree(mp3d_demo, data)
+    house = sorted((data / "scenes" / "mp3d").iterdir())[0]
+    shutil.rmtree(house)
+    for sim in ("habitat", "mesh"):
+        capsys.readouterr()
+        assert data_main(["check", "mp3d_eqa", "--data-dir", str(data), "--sim", sim]) == 1
+        listed = [ln for ln in capsys.readouterr().out.splitlines() if "missing: scene" in ln]
+        assert len(listed) == 1 and house.name in listed[0] and f"sim={sim} at" in listed[0]
+        task = MP3DEQATask(
+            data_dir=str(data), simulator=f"eqa_runner.sim.{sim}.{sim.title()}Simulator"
+        )
+        (problem,) = task.check(task.load_episodes())
+        assert listed[0].split("missing: ", 1)[1].startswith(problem.split("; ", 1)[0])
