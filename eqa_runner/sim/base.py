@@ -239,7 +239,12 @@ def find_scene_file(scenes_dir: Path, scene_id: str, suffixes: Iterable[str]) ->
         return direct
     if direct.suffix and (Path(scenes_dir) / direct).is_file():
         return Path(scenes_dir) / direct
-    tried = scene_candidates(scenes_dir, scene_id, suffixes)
+    try:
+        tried = scene_candidates(scenes_dir, scene_id, suffixes)
+    except ValueError:
+        if not direct.suffix:
+            raise
+        tried = [Path(scenes_dir) / direct]  # a file path (MP3D's mp3d/<house>/<house>.glb)
     for p in tried:
         if p.is_file():
             return p
