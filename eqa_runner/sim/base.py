@@ -244,7 +244,7 @@ def find_scene_file(scenes_dir: Path, scene_id: str, suffixes: Iterable[str]) ->
     except ValueError:
         if not direct.suffix:
             raise
-        tried = [Path(scenes_dir) / direct]  # a file path (MP3D's mp3d/<house>/<house>.glb)
+        tried = [Path(scenes_dir) / direct]  # a file path under scenes_dir (<dir>/<name>.glb)
     for p in tried:
         if p.is_file():
             return p
