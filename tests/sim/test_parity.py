@@ -6,8 +6,9 @@ scenes the project did not write, habitat-sim's own test stages (``tests/data/sc
 come from the mesh backend's largest island, every storey of it (so the house's pairs cross the
 stairs). Thresholds: navigable area within 2 %; geodesic distance median relative difference
 <= 1 % with no pair reachable in one backend only; ``snap_point`` of off-floor points within
-5 cm (on stairs and terrain only across: habitat-sim's detail mesh approximates steps and
-slopes to a voxel or two in height, which the mesh backend does not model); depth median
+5 cm (on stairs and terrain only across: there habitat-sim's detail-mesh height is itself up
+to 14-18 cm off the surface, finer detail settings or not; ``bench/snap_height.py`` and
+docs/simulators.md give the numbers); depth median
 |difference| <= 1 mm where both hit, <= 0.5 % of pixels hit by one backend only; colour
 layout: chromaticity within 0.05 on >= 97 % of pixels. ``pytest -s`` prints the table
 docs/simulators.md quotes.
@@ -86,7 +87,7 @@ def test_mesh_and_habitat_agree(scenes):
         assert r.geo_median_rel <= 0.01, r
         assert r.snap_xz_max_m <= 0.05, r
         if not r.scene.endswith(")"):  # flat floors; on stairs and terrain habitat-sim's detail
-            assert r.snap_max_m <= 0.05, r  # mesh is a ramp within a voxel or two of the steps
+            assert r.snap_max_m <= 0.05, r  # mesh is off the surface itself (bench/snap_height.py)
         assert r.depth_median_abs_m <= 0.001, r
         assert r.depth_only_one_frac <= 0.005, r
         assert r.chroma_off_frac <= 0.03, r
