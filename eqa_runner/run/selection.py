@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from eqa_runner.errors import ConfigError, DataError
 from eqa_runner.types import Episode
+
+log = logging.getLogger(__name__)
 
 
 def _read_ids(spec: Any) -> list[str]:
@@ -100,6 +103,9 @@ def select_episodes(
                 f"set, e.g. {unknown[:3]}"
             )
         keep = set(wanted)
+        if len(keep) < len(wanted):  # a set of ids: each selected episode runs once
+            log.warning("run.episodes lists %d id(s) more than once; each episode runs once",
+                        len(wanted) - len(keep))  # fmt: skip
         eps = [e for e in eps if e.episode_id in keep]
     if run.get("limit") is not None:
         if int(run.limit) < 1:

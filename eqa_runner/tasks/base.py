@@ -10,6 +10,7 @@ from eqa_runner import capabilities as cap
 from eqa_runner.configured import Configured
 from eqa_runner.sim.config import STANDALONE_SIM
 from eqa_runner.tasks.config import TaskConfig
+from eqa_runner.tasks.duplicates import Duplicates
 from eqa_runner.types import Episode
 
 
@@ -25,6 +26,15 @@ class Task(Configured, ABC):
     config_context: ClassVar[dict[str, Any]] = {"sim": STANDALONE_SIM}
     config: TaskConfig
     provides: ClassVar[frozenset[str]] = frozenset({cap.QUESTION})
+    _duplicates: Duplicates | None = None
+
+    @property
+    def duplicates(self) -> Duplicates:
+        """Repeats dropped from the data files by the last ``load_episodes`` (counted in
+        ``describe()``; :mod:`eqa_runner.tasks.duplicates`)."""
+        if self._duplicates is None:
+            self._duplicates = Duplicates()
+        return self._duplicates
 
     @abstractmethod
     def load_episodes(self) -> list[Episode]:

@@ -28,6 +28,7 @@ from eqa_runner.benchmarks.openeqa_em.task import load_questions as load_openeqa
 from eqa_runner.errors import DataError
 from eqa_runner.sim.base import parse_scene_id
 from eqa_runner.tasks.base import Task
+from eqa_runner.tasks.duplicates import Duplicates
 from eqa_runner.tasks.scenes import missing_by_episode, missing_scenes, simulator_stub
 from eqa_runner.types import Episode
 
@@ -121,14 +122,16 @@ def load_path_lengths(path: Path) -> dict[str, float]:
 
 
 def _texts_and_poses(
-    questions_file: Path, openeqa_file: Path, poses_file: Path
+    questions_file: Path, openeqa_file: Path, poses_file: Path, dups: Duplicates
 ) -> tuple[list[Episode], Any, Path]:
-    """The questions (OpenEQA records), the pose records and the file that holds them."""
+    """The questions (OpenEQA records), the pose records and the file that holds them (an id
+    listed twice is kept once, counted in ``dups``)."""
     data = _read_json(questions_file, "question file")
     if not isinstance(data, list) or not data:
         raise DataError(f"{questions_file}: expected a non-empty JSON list.")
     if not all(isinstance(x, str) for x in data):  # pose records that hold the questions too
         return load_openeqa(questions_file), data, questions_file
+    data = dups.unique(questions_file, data, "question id")
     by_id = {e.episode_id: e for e in load_openeqa(openeqa_file)}  # ids only: text from OpenEQA
     unknown = [q for q in data if q not in by_id]
     if unknown:
@@ -139,24 +142,39 @@ def _texts_and_poses(
     return [by_id[q] for q in data], _read_json(poses_file, "pose file"), poses_file
 
 
+def _poses(pose_recs: list[Any], poses_file: Path, dups: Duplicates) -> dict[str, Any]:
+    """question id -> start pose; a repeated id with the same pose is kept once, with another
+    pose refused."""
+    poses: dict[str, Any] = {}
+    first: dict[str, int] = {}
+    for i, rec in enumerate(pose_recs):
+        if isinstance(rec, dict) and rec.get("question_id"):
+            qid, where = str(rec["question_id"]), f"{poses_file}: record {i}"
+            first.setdefault(qid, i)
+            dups.put(poses, qid, start_pose(rec, where), where, poses_file, "question id",
+                     f"record {first[qid]}")  # fmt: skip
+    return poses
+
+
 def load_aeqa(
     questions_file: Path,
     openeqa_file: Path,
     poses_file: Path,
     lengths: dict[str, float] | None,
     no_pose: list[str] | None = None,
+    dups: Duplicates | None = None,
 ) -> list[Episode]:
     """A-EQA episodes from either question-file shape (see the module docstring).
 
     A question without a start pose is an error, unless ``no_pose`` is given: then its id is
-    appended there and the question is left out (``data check`` lists them all)."""
-    texts, pose_recs, poses_file = _texts_and_poses(questions_file, openeqa_file, poses_file)
+    appended there and the question is left out (``data check`` lists them all). An id listed
+    twice is kept once, two different start poses for one id are refused
+    (:mod:`eqa_runner.tasks.duplicates`; ``dups`` counts what was dropped)."""
+    dups = dups if dups is not None else Duplicates()
+    texts, pose_recs, poses_file = _texts_and_poses(questions_file, openeqa_file, poses_file, dups)
     if not isinstance(pose_recs, list):
         raise DataError(f"{poses_file}: expected a JSON list of records with start poses.")
-    poses = {}
-    for i, rec in enumerate(pose_recs):
-        if isinstance(rec, dict) and rec.get("question_id"):
-            poses[str(rec["question_id"])] = start_pose(rec, f"{poses_file}: record {i}")
+    poses = _poses(pose_recs, poses_file, dups)
     episodes = []
     for ep in texts:
         pose = poses.get(ep.episode_id)
@@ -213,7 +231,9 @@ class AEQATask(Task):
         lengths = None
         if self.path_lengths_file.is_file() or self.config.require_path_lengths:
             lengths = load_path_lengths(self.path_lengths_file)
-        eps = load_aeqa(self.questions_file, self.openeqa_file, self.poses_file, lengths)
+        self.duplicates.clear()
+        eps = load_aeqa(self.questions_file, self.openeqa_file, self.poses_file, lengths,
+                        dups=self.duplicates)  # fmt: skip
         if self.config.categories:
             eps = [e for e in eps if e.category in self.config.categories]
         return sorted(eps, key=lambda e: e.scene)  # one scene load per scene
@@ -255,4 +275,5 @@ class AEQATask(Task):
             **{f"{k}_file": str(p) for k, p in files.items()},
             **{f"{k}_sha256": digest(p) for k, p in files.items()},
             "scenes_dir": str(self.scenes_dir),
+            **self.duplicates.describe(),
         }

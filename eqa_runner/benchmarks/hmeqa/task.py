@@ -33,6 +33,7 @@ from eqa_runner.benchmarks.hmeqa.config import HMEQATaskConfig as Schema
 from eqa_runner.errors import DataError
 from eqa_runner.sim.base import parse_scene_id
 from eqa_runner.tasks.base import Task
+from eqa_runner.tasks.duplicates import Duplicates
 from eqa_runner.tasks.scenes import missing_by_episode, missing_scenes, scene_key, simulator_stub
 from eqa_runner.types import Episode
 
@@ -134,9 +135,13 @@ def _number(value: str | None, where: str, field: str) -> float:
     return x
 
 
-def load_poses(path: Path) -> dict[str, dict[str, Any]]:
-    """``scene_floor`` -> start pose (habitat position, yaw, quaternion w-x-y-z, floor height)."""
+def load_poses(path: Path, dups: Duplicates | None = None) -> dict[str, dict[str, Any]]:
+    """``scene_floor`` -> start pose (habitat position, yaw, quaternion w-x-y-z, floor height).
+    A row repeated as it is is kept once (counted in ``dups``); two different poses for one
+    floor are refused (upstream's dict keeps the last one silently)."""
+    dups = dups if dups is not None else Duplicates()
     out: dict[str, dict[str, Any]] = {}
+    first: dict[str, int] = {}
     for i, row in enumerate(_read_csv(path, "poses file"), start=2):
         where = f"{path}: line {i}"
         sf = _get(row, _P_ALIASES["scene_floor"])
@@ -146,13 +151,35 @@ def load_poses(path: Path) -> dict[str, dict[str, Any]]:
             raise DataError(f"{where}: missing field scene_floor (or scene + floor).")
         x, y, z = (_number(_get(row, _P_ALIASES[k]), where, f"init_{k}") for k in "xyz")
         yaw = _number(_get(row, _P_ALIASES["angle"]), where, "init_angle")
-        out[sf] = {
+        pose = {
             "start_position": [x, y, z],
             "start_yaw": yaw,
             "start_rotation": [math.cos(yaw / 2), 0.0, math.sin(yaw / 2), 0.0],
             "floor_height": y,
         }
+        first.setdefault(sf, i)
+        dups.put(out, sf, pose, where, path, "scene_floor", f"line {first[sf]}")
     return out
+
+
+def check_options(choices: Sequence[str], where: str) -> None:
+    """Refuse an option list whose letters would be ambiguous (one option twice, padding aside)
+    or that offers nothing to choose (every option empty or the padding)."""
+    real = [c for c in choices if c and c != PADDING]
+    if not real:
+        raise DataError(f"{where}: field choices: every option is empty or {PADDING!r}; "
+                        "nothing to choose.")  # fmt: skip
+    seen: dict[str, int] = {}
+    for k, c in enumerate(choices):
+        if not c or c == PADDING:
+            continue
+        key = " ".join(c.lower().split())
+        if key in seen:
+            raise DataError(
+                f"{where}: field choices: option {c!r} appears twice ({LETTERS[seen[key]]} and "
+                f"{LETTERS[k]}), so its letter is ambiguous; keep one."
+            )
+        seen[key] = k
 
 
 def load_questions(path: Path, poses: dict[str, dict[str, Any]], poses_file: Path) -> list[Episode]:
@@ -172,6 +199,7 @@ def load_questions(path: Path, poses: dict[str, dict[str, Any]], poses_file: Pat
             choices = pad_choices(parsed)
         except ValueError as e:
             raise DataError(f"{where}: field choices: {e}.") from None
+        check_options(choices, where)
         letter = _answer_letter(str(v["answer"]), choices, where)
         scene, floor = str(v["scene"]), str(v["floor"])
         sf = f"{scene}_{floor}"
@@ -221,7 +249,9 @@ class HMEQATask(Task):
         self.scenes_dir = Path(c.scenes_dir) if c.scenes_dir else self.data_dir / "scenes"
 
     def load_episodes(self) -> list[Episode]:
-        eps = load_questions(self.questions_file, load_poses(self.poses_file), self.poses_file)
+        self.duplicates.clear()
+        poses = load_poses(self.poses_file, self.duplicates)
+        eps = load_questions(self.questions_file, poses, self.poses_file)
         if self.config.categories:
             wanted_cats = {c.lower() for c in self.config.categories}
             unknown = sorted(wanted_cats - {e.category for e in eps})
@@ -264,6 +294,7 @@ class HMEQATask(Task):
             "poses_file": str(self.poses_file),
             "poses_sha256": digest(self.poses_file),
             "scenes_dir": str(self.scenes_dir),
+            **self.duplicates.describe(),
         }
 
     def subset_of(self, episode: Episode) -> str | None:
