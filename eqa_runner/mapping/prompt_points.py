@@ -77,8 +77,7 @@ class PromptPointsMixin(SemanticMaps):
         else:
             order = self.rng.permutation(len(cells))
             cells, xy, uv = cells[order], xy[order], uv[order]
-        sight = np.array([self._crossed(cur, c, free) <= vp.max_occupied_crossed for c in cells],
-                         dtype=bool).reshape(-1)  # fmt: skip
+        sight = self._crossed_many(cur, cells, free) <= vp.max_occupied_crossed
         cells, xy, uv = cells[sight], xy[sight], uv[sight]
         n_cand = len(cells)
         kept = _spread(xy, vp) if n_cand >= vp.min_points_for_clustering else []
@@ -96,6 +95,27 @@ class PromptPointsMixin(SemanticMaps):
         t = np.linspace(0.0, 1.0, n + 1)[1:-1, None]
         line = np.round(a[None, :2] + t * (np.asarray(b[:2]) - a[:2])).astype(int)
         return int((~free[line[:, 0], line[:, 1]]).sum())
+
+    @staticmethod
+    def _crossed_many(a: np.ndarray, cells: np.ndarray, free: np.ndarray) -> np.ndarray:
+        """``[_crossed(a, b, free) for b in cells]`` in one pass (the same samples, bit for bit:
+        ``np.linspace(0, 1, n + 1)[k]`` is ``k * (1 / n)``)."""
+        cells = np.asarray(cells).reshape(-1, 2)
+        out = np.zeros(len(cells), dtype=int)
+        n = np.maximum(np.abs(cells[:, 0].astype(int) - int(a[0])),
+                       np.abs(cells[:, 1].astype(int) - int(a[1])))  # fmt: skip
+        long = np.nonzero(n > 1)[0]
+        if len(long) == 0:
+            return out
+        inner = n[long] - 1  # samples per line, end points excluded
+        seg = np.repeat(np.arange(len(long)), inner)
+        k = np.arange(len(seg)) - np.repeat(np.cumsum(inner) - inner, inner) + 1
+        t = (k * (1.0 / n[long][seg]))[:, None]
+        b = cells[long][seg]
+        line = np.round(a[None, :2] + t * (np.asarray(b[:, :2]) - a[:2])).astype(int)
+        hits = (~free[line[:, 0], line[:, 1]]).astype(int)
+        out[long] = np.bincount(seg, weights=hits, minlength=len(long)).astype(int)
+        return out
 
 
 def _project(

@@ -360,3 +360,21 @@ def test_vlm_explore_over_the_test_server(compose_cfg, llm_server, express_demo,
 
 def _untimed(d: dict[str, Any] | None) -> dict[str, Any]:
     return {k: v for k, v in (d or {}).items() if not k.startswith("t_")}
+
+
+def test_crossed_many_counts_as_one_line_at_a_time():
+    """The batched line-of-sight count of the prompt points equals the per-line one, including
+    lines of 0 and 1 steps (nothing between their end points) and lines along the grid edge."""
+    from eqa_runner.mapping.prompt_points import PromptPointsMixin
+
+    rng = np.random.default_rng(0)
+    for trial in range(60):
+        free = rng.random((70, 50)) < 0.75
+        a = rng.integers(0, [70, 50])
+        cells = rng.integers(0, [70, 50], size=(int(rng.integers(0, 40)), 2))
+        cells[: len(cells) // 3] = np.clip(a + rng.integers(-1, 2, (len(cells) // 3, 2)), 0, 49)
+        if trial % 5 == 0:
+            cells = np.column_stack([np.full(len(cells), 69), cells[:, 1]])
+        one = [PromptPointsMixin._crossed(a, c, free) for c in cells]
+        assert PromptPointsMixin._crossed_many(a, cells, free).tolist() == one
+    assert PromptPointsMixin._crossed_many(a, np.zeros((0, 2), int), free).tolist() == []
