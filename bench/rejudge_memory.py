@@ -1,10 +1,10 @@
 """Rejudge streams: peak memory against the number of records (issue 27, item 4).
 
 For runs of ``--sizes`` EXPRESS-shaped records (``bench/sweep_data.py``), times ``python -m
-eqa_runner.rejudge RUN judge.model=offline`` in a fresh process (wall, CPU, peak RSS via
-``wait4``), then the same command again: the resume, which finds every episode re-judged and
-only re-aggregates. ``--before DIR`` runs the same from another checkout (its own copy of each
-run), the same-run baseline.
+eqa_runner.rejudge RUN judge.model=offline`` in a fresh process (wall, CPU, and peak RSS: the
+child's own ``VmHWM``), then the same command again: the resume, which finds every episode
+re-judged and only re-aggregates. ``--before DIR`` runs the same from another checkout (its own
+copy of each run), the same-run baseline.
 
     .venv/bin/python bench/rejudge_memory.py [--sizes 250 1000 2044 4088] [--before DIR]
 """

@@ -3,8 +3,8 @@
 Builds (once, under ``--work``) a synthetic sweep of ``--runs`` EXPRESS-shaped runs of
 ``--episodes`` records each (``bench/sweep_data.py``), then times in fresh processes
 ``report SWEEP --compare`` and ``report SWEEP --compare --html``: wall, CPU and peak resident
-memory of the child (``wait4``). With ``--before DIR`` the same commands also run from another
-checkout (alternating), the same-run baseline.
+memory of the child (its own ``VmHWM``). With ``--before DIR`` the same commands also run from
+another checkout (alternating), the same-run baseline.
 
     .venv/bin/python bench/report_sweep.py [--runs 32] [--episodes 2044] [--before DIR]
 """
@@ -24,19 +24,37 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._util import ROOT  # noqa: E402
 from bench.sweep_data import write_sweep  # noqa: E402
 
+# The child reports its own VmHWM: wait4's ru_maxrss (and the child's own getrusage) keep the
+# high-water mark of the memory it was forked from, i.e. this bench's own peak, across exec.
+_HWM = """
+import atexit, runpy, sys
+def _hwm(path=sys.argv.pop(1)):
+    with open("/proc/self/status") as fh:
+        kb = next(int(ln.split()[1]) for ln in fh if ln.startswith("VmHWM:"))
+    with open(path, "w") as out:
+        out.write(str(kb))
+atexit.register(_hwm)
+sys.argv = sys.argv[1:]
+runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+"""
+
 
 def measured(cmd: list[str], cwd: Path) -> tuple[float, float, float]:
-    """(wall s, CPU s, peak RSS MB) of one child process."""
-    with tempfile.TemporaryFile() as err:
+    """(wall s, CPU s, peak RSS MB) of one child process (``cmd``: ``python -m module ...``)."""
+    assert cmd[1] == "-m", cmd
+    with tempfile.TemporaryFile() as err, tempfile.TemporaryDirectory() as tmp:
+        hwm = Path(tmp) / "hwm"
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen([cmd[0], "-c", _HWM, str(hwm), *cmd[2:]], cwd=cwd,
+                                stdout=subprocess.DEVNULL, stderr=err)  # fmt: skip
         _, status, ru = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
         if proc.returncode not in (0, 1):  # 1: a rejudge with errored episodes
             err.seek(0)
             raise RuntimeError(f"{' '.join(cmd)} failed: {err.read().decode()[-400:]}")
-    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
+        peak_kb = int(hwm.read_text())
+    return wall, ru.ru_utime + ru.ru_stime, peak_kb / 1024
 
 
 def main() -> None:

@@ -37,6 +37,7 @@ def seed_run(out: Path) -> Path:
     from eqa_runner.benchmarks.express.demo import write_express_demo
 
     data = write_express_demo(out / "seed-data", seed=0)
+    data = data.parent if data.is_file() else data  # the demo writer returns its question file
     cmd = [sys.executable, "-m", "eqa_runner", "task=express", "policy=re", "llm=offline",
            "judge.model=offline", f"task.data_dir={data}", f"run.output_dir={run}",
            "policy.max_steps=3", "run.progress=false"]  # fmt: skip

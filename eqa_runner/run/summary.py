@@ -7,6 +7,7 @@ import logging
 import platform
 import re
 import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
@@ -224,12 +225,23 @@ class SummaryInputs:
 
 def _without_steps(rec: EpisodeRecord) -> EpisodeRecord:
     """``rec`` without ``trace.steps``, the per-step log (most of a record's size; no aggregate
-    reads it, judges score steps from the prediction), so a summary of a long run holds only
-    the small part of each record."""
+    reads it, judges score steps from the prediction), its keys shared with the other records
+    (each JSON line decodes its own key strings: about 40 % of a kept record), so a summary of
+    a long run holds only the small part of each record."""
     trace = rec.get("trace")
-    if not isinstance(trace, dict) or "steps" not in trace:
-        return rec
-    return cast(EpisodeRecord, {**rec, "trace": {k: v for k, v in trace.items() if k != "steps"}})
+    if isinstance(trace, dict) and "steps" in trace:
+        kept = {k: v for k, v in trace.items() if k != "steps"}
+        rec = cast(EpisodeRecord, {**rec, "trace": kept})
+    return cast(EpisodeRecord, _shared_keys(rec))
+
+
+def _shared_keys(obj: Any) -> Any:
+    """``obj`` with every dict key interned (one string object per distinct key)."""
+    if isinstance(obj, dict):
+        return {sys.intern(k) if type(k) is str else k: _shared_keys(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_shared_keys(v) for v in obj]
+    return obj
 
 
 def write_summary(
