@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from eqa_runner import capabilities as cap
+from eqa_runner.configured import Configured
 from eqa_runner.errors import DataError
 from eqa_runner.llm import RequestEstimate
 from eqa_runner.policies.base import Policy
@@ -38,21 +39,18 @@ def read_predictions(path: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-class ImportedPolicy(Policy):
+class ImportedPolicy(Configured, Policy):
     """Answers from ``predictions_file`` (see the module docstring)."""
 
+    config_class = ImportedPolicyConfig
+    config: ImportedPolicyConfig
     # what an upstream file records: the path (trajectory) and, where saved, the final frame
     provides = frozenset({cap.TRAJECTORY, cap.FINAL_FRAME})
 
-    def __init__(
-        self,
-        name: str = ImportedPolicyConfig.name,
-        predictions_file: str = "",
-        source: str = "",
-    ) -> None:
-        self.name = name
-        self.path = Path(predictions_file)
-        self.source = source
+    def __init__(self, config: ImportedPolicyConfig | None = None, **overrides: Any) -> None:
+        super().__init__(config, **overrides)
+        self.path = Path(self.config.predictions_file)
+        self.source = self.config.source
         self._rows: dict[str, dict[str, Any]] | None = None
 
     def rows(self) -> dict[str, dict[str, Any]]:

@@ -7,9 +7,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 
+from eqa_runner.configured import Configured
 from eqa_runner.sim.config import SimConfig
 
 # a start (or EXPRESS goal) farther than this from the navigable floor is an episode error
@@ -64,46 +66,35 @@ class NavigableMap:
     floor_y: float
 
 
-class Simulator(ABC):
-    """A scene plus one agent with one RGB-D sensor; all positions in the habitat frame."""
+class Simulator(Configured, ABC):
+    """A scene plus one agent with one RGB-D sensor; all positions in the habitat frame.
 
+    Built as ``Cls(config=None, **overrides)`` (:mod:`eqa_runner.configured`): ``config_class``
+    names the backend's schema (a :class:`~eqa_runner.sim.config.SimConfig`)."""
+
+    config_class: ClassVar[type[Any]] = SimConfig
+    config_key: ClassVar[str] = "sim"
+    config: SimConfig
     sensor: SensorSpec
 
-    def _init_body(
-        self,
-        width: int,
-        height: int,
-        hfov_deg: float,
-        sensor_height_m: float,
-        tilt_deg: float,
-        agent_radius: float,
-        agent_height: float,
-        agent_max_climb: float,
-        seed: int,
-        sensor_forward_m: float = 0.0,
-    ) -> None:
-        """Sensor and agent-body settings shared by every backend's constructor."""
-        self.sensor = SensorSpec(int(width), int(height), float(hfov_deg), float(sensor_height_m),
-                                 float(tilt_deg), float(sensor_forward_m))  # fmt: skip
-        self.agent_radius = float(agent_radius)
-        self.agent_height = float(agent_height)
-        self.agent_max_climb = float(agent_max_climb)
-        self.seed = int(seed)
-
-    def _init_nav(
-        self, agent_max_slope: float, cell_size: float, cell_height: float, region_min_size: float
-    ) -> None:
-        """The navmesh settings shared by every backend (:class:`NavSettings`)."""
+    def _init_body(self, c: SimConfig) -> None:
+        """Sensor, agent-body and navmesh settings shared by every backend, from its config."""
         from eqa_runner.sim.recast import NavSettings
 
+        self.sensor = SensorSpec(c.width, c.height, float(c.hfov_deg), float(c.sensor_height_m),
+                                 float(c.tilt_deg), float(c.sensor_forward_m))  # fmt: skip
+        self.agent_radius = float(c.agent_radius)
+        self.agent_height = float(c.agent_height)
+        self.agent_max_climb = float(c.agent_max_climb)
+        self.seed = int(c.seed)
         self.nav = NavSettings(
             agent_radius=self.agent_radius,
             agent_height=self.agent_height,
             agent_max_climb=self.agent_max_climb,
-            agent_max_slope=float(agent_max_slope),
-            cell_size=float(cell_size),
-            cell_height=float(cell_height),
-            region_min_size=float(region_min_size),
+            agent_max_slope=float(c.agent_max_slope),
+            cell_size=float(c.cell_size),
+            cell_height=float(c.cell_height),
+            region_min_size=float(c.region_min_size),
         )
 
     @abstractmethod

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from eqa_runner.errors import ConfigError, SceneError
+from eqa_runner.errors import SceneError
 from eqa_runner.sim import geometry as geo
 from eqa_runner.sim.base import (
     NAN3,
@@ -38,7 +38,7 @@ from eqa_runner.sim.base import (
     as_vec3,
     find_scene_file,
 )
-from eqa_runner.sim.config import SCENE_LIGHTING, HabitatSimConfig
+from eqa_runner.sim.config import HabitatSimConfig
 
 INSTALL_HINT = "conda install habitat-sim=0.3 withbullet headless -c conda-forge -c aihabitat"
 HABITAT_SUFFIXES = (".basis.glb", ".glb", ".ply")
@@ -59,42 +59,19 @@ def import_habitat_sim():
 class HabitatSimulator(Simulator):
     """habitat-sim backend (COLOR + DEPTH camera sensors, navmesh pathfinder)."""
 
-    def __init__(
-        self,
-        width: int = HabitatSimConfig.width,
-        height: int = HabitatSimConfig.height,
-        hfov_deg: float = HabitatSimConfig.hfov_deg,
-        sensor_height_m: float = HabitatSimConfig.sensor_height_m,
-        tilt_deg: float = HabitatSimConfig.tilt_deg,
-        sensor_forward_m: float = HabitatSimConfig.sensor_forward_m,
-        agent_radius: float = HabitatSimConfig.agent_radius,
-        agent_height: float = HabitatSimConfig.agent_height,
-        agent_max_climb: float = HabitatSimConfig.agent_max_climb,
-        agent_max_slope: float = HabitatSimConfig.agent_max_slope,
-        cell_size: float = HabitatSimConfig.cell_size,
-        cell_height: float = HabitatSimConfig.cell_height,
-        region_min_size: float = HabitatSimConfig.region_min_size,
-        seed: int = HabitatSimConfig.seed,
-        gpu_device_id: int = HabitatSimConfig.gpu_device_id,
-        scene_dataset_config: str | None = HabitatSimConfig.scene_dataset_config,
-        enable_physics: bool = HabitatSimConfig.enable_physics,
-        max_tries: int = HabitatSimConfig.max_tries,
-        scene_lighting: str = HabitatSimConfig.scene_lighting,
-        **_ignored: Any,
-    ) -> None:
-        if scene_lighting not in SCENE_LIGHTING:
-            raise ConfigError(
-                f"sim.scene_lighting={scene_lighting!r}: use one of {', '.join(SCENE_LIGHTING)}"
-            )
-        self.scene_lighting = scene_lighting
-        self._init_body(width, height, hfov_deg, sensor_height_m, tilt_deg, agent_radius,
-                        agent_height, agent_max_climb, seed, sensor_forward_m)  # fmt: skip
-        self._init_nav(agent_max_slope, cell_size, cell_height, region_min_size)
+    config_class = HabitatSimConfig
+    config: HabitatSimConfig
+
+    def __init__(self, config: HabitatSimConfig | None = None, **overrides: Any) -> None:
+        super().__init__(config, **overrides)
+        c = self.config
+        self.scene_lighting = c.scene_lighting
+        self._init_body(c)
         self._islands: Any = None  # NavmeshIslands of the loaded navmesh, built on first use
-        self.gpu_device_id = int(gpu_device_id)
-        self.scene_dataset_config = scene_dataset_config
-        self.enable_physics = bool(enable_physics)
-        self.max_tries = int(max_tries)
+        self.gpu_device_id = int(c.gpu_device_id)
+        self.scene_dataset_config = c.scene_dataset_config
+        self.enable_physics = bool(c.enable_physics)
+        self.max_tries = int(c.max_tries)
         self.scene: SceneSpec | None = None
         # habitat_sim ships no type information: its Simulator, Agent and module are Any
         self._sim: Any = None

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from eqa_runner.errors import ConfigError, SceneError
+from eqa_runner.errors import SceneError
 from eqa_runner.sim import geometry as geo
 from eqa_runner.sim.base import (
     NAN3,
@@ -25,7 +25,7 @@ from eqa_runner.sim.base import (
     as_vec3,
     find_scene_file,
 )
-from eqa_runner.sim.config import UP_AXES, MeshSimConfig
+from eqa_runner.sim.config import MeshSimConfig
 from eqa_runner.sim.layered import LayeredNavGrid
 from eqa_runner.sim.mesh_io import (  # noqa: F401 - re-exported, the mesh backend's readers
     TriangleMeshData,
@@ -47,38 +47,18 @@ _AMBIENT, _HEAD, _SUN = 0.35 * 255.0, 0.45 * 255.0, 0.2 * 255.0
 class MeshSimulator(Simulator):
     """Renders RGB-D by rasterising; navigation on a rasterised floor grid per floor height."""
 
-    def __init__(
-        self,
-        width: int = MeshSimConfig.width,
-        height: int = MeshSimConfig.height,
-        hfov_deg: float = MeshSimConfig.hfov_deg,
-        sensor_height_m: float = MeshSimConfig.sensor_height_m,
-        tilt_deg: float = MeshSimConfig.tilt_deg,
-        sensor_forward_m: float = MeshSimConfig.sensor_forward_m,
-        agent_radius: float = MeshSimConfig.agent_radius,
-        agent_height: float = MeshSimConfig.agent_height,
-        agent_max_climb: float = MeshSimConfig.agent_max_climb,
-        agent_max_slope: float = MeshSimConfig.agent_max_slope,
-        cell_size: float = MeshSimConfig.cell_size,
-        cell_height: float = MeshSimConfig.cell_height,
-        region_min_size: float = MeshSimConfig.region_min_size,
-        seed: int = MeshSimConfig.seed,
-        snap_max_dist: float = MeshSimConfig.snap_max_dist,
-        up_axis: str = MeshSimConfig.up_axis,
-        interpolate_colors: bool = MeshSimConfig.interpolate_colors,
-        cull_back_faces: bool = MeshSimConfig.cull_back_faces,
-        **_ignored: Any,
-    ) -> None:
-        if up_axis not in UP_AXES:
-            raise ConfigError(f"sim.up_axis={up_axis!r}: use auto, y or z")
-        self.cull_back_faces = bool(cull_back_faces)
-        self._init_body(width, height, hfov_deg, sensor_height_m, tilt_deg, agent_radius,
-                        agent_height, agent_max_climb, seed, sensor_forward_m)  # fmt: skip
-        self._init_nav(agent_max_slope, cell_size, cell_height, region_min_size)
-        self.cell_size = float(cell_size)
-        self.snap_max_dist = float(snap_max_dist)
-        self.up_axis = up_axis
-        self.interpolate_colors = bool(interpolate_colors)
+    config_class = MeshSimConfig
+    config: MeshSimConfig
+
+    def __init__(self, config: MeshSimConfig | None = None, **overrides: Any) -> None:
+        super().__init__(config, **overrides)
+        c = self.config
+        self._init_body(c)
+        self.cull_back_faces = bool(c.cull_back_faces)
+        self.cell_size = float(c.cell_size)
+        self.snap_max_dist = float(c.snap_max_dist)
+        self.up_axis = c.up_axis
+        self.interpolate_colors = bool(c.interpolate_colors)
         self._no_uv = np.zeros((1, 2), dtype=np.float32)
         self.scene: SceneSpec | None = None
         self._mesh: TriangleMeshData | None = None
