@@ -14,7 +14,7 @@ import numpy as np
 from eqa_runner.configured import Configured
 from eqa_runner.sim.config import SimConfig
 
-# a start (or EXPRESS goal) farther than this from the navigable floor is an episode error
+# a start (or a goal on the floor) farther than this from the navigable floor is an episode error
 OFF_FLOOR_M = 0.5
 
 
