@@ -135,7 +135,7 @@ def run_episode(sim, mode: str, start: np.ndarray, seed: int, steps: int, look: 
     floor = float(start[1])
     sim.set_agent_pose(start, geo.yaw_to_quat(yaw0))
     if mode == "re":
-        prop = RandomProposer(3.0)
+        prop = RandomProposer(radius_m=3.0)
         tracker = FrontierPlanner()
         tracker.reset(
             bounds_normal(sim),

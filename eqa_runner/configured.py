@@ -53,14 +53,18 @@ def typed_config(cls: type, config: Any, overrides: Mapping[str, Any]) -> Any:
     names = {f.name for f in dataclasses.fields(schema)}
     unknown = sorted(set(overrides) - names)
     if unknown:
-        known = ", ".join(sorted(names - {"_target_"}))
+        known = ", ".join(sorted(names - {"_target_", "_partial_"}))
         raise ConfigError(f"{key}.{unknown[0]}: not a key of {cls.__name__} (its keys: {known})")
     node = _merged(_node(schema, config, key), overrides, key)
     if "_target_" in names and OmegaConf.is_missing(node, "_target_"):
         node._target_ = f"{cls.__module__}.{cls.__qualname__}"
     context = dict(getattr(cls, "config_context", {}))
-    root = OmegaConf.create({**{k: v for k, v in context.items() if k != key}, key: node})
-    sub = root[key]
+    head, *rest = key.split(".")  # a nested component: policy.proposer
+    tree: Any = node
+    for part in reversed(rest):
+        tree = {part: tree}
+    root = OmegaConf.create({**{k: v for k, v in context.items() if k != head}, head: tree})
+    sub = OmegaConf.select(root, key)
     check_node(sub, key)
     try:
         return OmegaConf.to_object(sub)

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from eqa_runner.configured import Configured
 from eqa_runner.mapping.config import FrontierPlannerConfig
 from eqa_runner.mapping.frontier import FrontierPlanner, PlannerMaps
 from eqa_runner.policies.config import FrontierProposerConfig
@@ -44,27 +44,24 @@ def bounds_normal(sim: Simulator) -> np.ndarray:
     )
 
 
-class FrontierProposer(WaypointProposer):
+class FrontierProposer(Configured, WaypointProposer):
     """Frontier-based exploration (the upstream TSDF frontier planner, semantics off)."""
 
     name = "fbe"
     needs_sim = True  # the look-around renders extra views in ``propose``
 
-    def __init__(
-        self,
-        planner: FrontierPlannerConfig | Mapping[str, Any] | None = None,
-        look_around_deg: Sequence[float] = (),
-        save_maps: bool = FrontierProposerConfig.save_maps,
-        map_scale: int = FrontierProposerConfig.map_scale,
-    ) -> None:
-        """``planner``: the planner settings (unknown keys are refused by the config schema,
-        and by :class:`FrontierPlannerConfig` itself when built here)."""
-        if not isinstance(planner, FrontierPlannerConfig):
-            planner = FrontierPlannerConfig(**{str(k): v for k, v in dict(planner or {}).items()})
-        self.cfg = planner
-        self.look_around = [math.radians(float(d)) for d in look_around_deg]
-        self.save_maps = bool(save_maps)
-        self.map_scale = int(map_scale)
+    config_class = FrontierProposerConfig
+    config: FrontierProposerConfig
+
+    def __init__(self, config: FrontierProposerConfig | None = None, **overrides: Any) -> None:
+        """``planner=``: the planner settings, a :class:`FrontierPlannerConfig` or a mapping of
+        its keys (merged over the schema's; an unknown key is refused)."""
+        super().__init__(config, **overrides)
+        c = self.config
+        self.cfg: FrontierPlannerConfig = c.planner
+        self.look_around = [math.radians(float(d)) for d in c.look_around_deg]
+        self.save_maps = bool(c.save_maps)
+        self.map_scale = int(c.map_scale)
         self.planner = FrontierPlanner(self.cfg)
         self.artifacts_dir: Path | None = None  # set by the loop when run.save_artifacts=true
         self.sim: Simulator | None = None

@@ -18,10 +18,11 @@ import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from eqa_runner.configured import Configured
 from eqa_runner.policies.config import RandomProposerConfig
 from eqa_runner.sim import geometry as geo
 from eqa_runner.sim.base import Observation, Simulator
@@ -69,6 +70,8 @@ class WaypointProposer(ABC):
     """
 
     name: str = "proposer"
+    # a proposer that mixes in eqa_runner.configured.Configured takes its typed config
+    config_key: ClassVar[str] = "policy.proposer"
     needs_sim: bool = False
 
     def reset(self, episode: Episode, sim: Simulator, rng: np.random.Generator) -> None:
@@ -91,14 +94,18 @@ class WaypointProposer(ABC):
         return {}
 
 
-class RandomProposer(WaypointProposer):
+class RandomProposer(Configured, WaypointProposer):
     """``re``: a random navigable point within ``radius_m`` and a uniform yaw, from ``ctx.rng``."""
 
     name = "re"
     needs_sim = True
 
-    def __init__(self, radius_m: float = RandomProposerConfig.radius_m) -> None:
-        self.radius_m = float(radius_m)
+    config_class = RandomProposerConfig
+    config: RandomProposerConfig
+
+    def __init__(self, config: RandomProposerConfig | None = None, **overrides: Any) -> None:
+        super().__init__(config, **overrides)
+        self.radius_m = float(self.config.radius_m)
         self.sim: Simulator | None = None
         self.rng: np.random.Generator | None = None
 

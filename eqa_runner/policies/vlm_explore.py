@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
@@ -41,7 +41,7 @@ from eqa_runner.llm import (
     RequestEstimate,
 )
 from eqa_runner.llm.choice import option_letters
-from eqa_runner.mapping.config import FrontierPlannerConfig, VisualPromptConfig
+from eqa_runner.mapping.config import VisualPromptConfig
 from eqa_runner.mapping.frontier import PromptPoints
 from eqa_runner.policies.config import (
     VLMExploreProposerConfig,
@@ -84,33 +84,18 @@ class VLMExploreProposer(FrontierProposer, GuidedProposer):
 
     name = "vlm_explore"
 
-    def __init__(
-        self,
-        planner: FrontierPlannerConfig | Mapping[str, Any] | None = None,
-        look_around_deg: Sequence[float] = (),
-        save_maps: bool = VLMExploreProposerConfig.save_maps,
-        map_scale: int = VLMExploreProposerConfig.map_scale,
-        visual_prompt: VisualPromptConfig | Mapping[str, Any] | None = None,
-        use_lsv: bool = VLMExploreProposerConfig.use_lsv,
-        use_gsv: bool = VLMExploreProposerConfig.use_gsv,
-        gsv_T: float = VLMExploreProposerConfig.gsv_T,  # noqa: N803 - upstream's name
-        gsv_F: float = VLMExploreProposerConfig.gsv_F,  # noqa: N803
-        ask_confidence: bool = VLMExploreProposerConfig.ask_confidence,
-        top_logprobs: int | None = VLMExploreProposerConfig.top_logprobs,
-        save_prompt_images: bool = VLMExploreProposerConfig.save_prompt_images,
-    ) -> None:
-        if planner is None:
-            planner = FrontierPlannerConfig(semantic=True)
-        super().__init__(planner, look_around_deg, save_maps, map_scale)
-        if not isinstance(visual_prompt, VisualPromptConfig):
-            vp = {str(k): v for k, v in dict(visual_prompt or {}).items()}
-            visual_prompt = VisualPromptConfig(**vp)
-        self.vp = visual_prompt
-        self.use_lsv, self.use_gsv = bool(use_lsv), bool(use_gsv)
-        self.gsv_T, self.gsv_F = float(gsv_T), float(gsv_F)
-        self.ask_confidence = bool(ask_confidence)
-        self.top_logprobs = int(top_logprobs) if top_logprobs else None
-        self.save_prompt_images = bool(save_prompt_images)
+    config_class = VLMExploreProposerConfig
+    config: VLMExploreProposerConfig
+
+    def __init__(self, config: VLMExploreProposerConfig | None = None, **overrides: Any) -> None:
+        super().__init__(config, **overrides)
+        c = self.config
+        self.vp: VisualPromptConfig = c.visual_prompt
+        self.use_lsv, self.use_gsv = bool(c.use_lsv), bool(c.use_gsv)
+        self.gsv_T, self.gsv_F = float(c.gsv_T), float(c.gsv_F)
+        self.ask_confidence = bool(c.ask_confidence)
+        self.top_logprobs = int(c.top_logprobs) if c.top_logprobs else None
+        self.save_prompt_images = bool(c.save_prompt_images)
         self._reset_stats()
 
     def _reset_stats(self) -> None:

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from eqa_runner.configured import Configured
 from eqa_runner.llm import OFFLINE_TAG, ImagePart, Message, RequestEstimate
 from eqa_runner.policies.config import WaypointVLMProposerConfig
 from eqa_runner.policies.context import EpisodeContext
@@ -147,14 +148,18 @@ def parse_waypoint(text: str) -> ParsedWaypoint:
     return ParsedWaypoint((xy[0], xy[1]), wrap_angle(angle))
 
 
-class WaypointVLMProposer(GuidedProposer):
+class WaypointVLMProposer(Configured, GuidedProposer):
     """Asks the policy's model for the next pose every step (see module docstring)."""
 
     name = "vlm_waypoint"
     needs_sim = False
 
-    def __init__(self, hop_hint_m: float = WaypointVLMProposerConfig.hop_hint_m) -> None:
-        self.hop_hint_m = float(hop_hint_m)
+    config_class = WaypointVLMProposerConfig
+    config: WaypointVLMProposerConfig
+
+    def __init__(self, config: WaypointVLMProposerConfig | None = None, **overrides: Any) -> None:
+        super().__init__(config, **overrides)
+        self.hop_hint_m = float(self.config.hop_hint_m)
         self.parsed = self.unparsable = 0
 
     def reset(self, episode: Episode, sim: Any, rng: np.random.Generator) -> None:

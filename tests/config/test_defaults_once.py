@@ -91,18 +91,15 @@ def test_config_yaml_sets_no_group_values():
 
 def _constructors() -> list[tuple[Any, type]]:
     from eqa_runner.policies import config as pc
-    from eqa_runner.policies.explore import ExplorePolicy, RandomProposer
-    from eqa_runner.policies.frontier import FrontierProposer
+    from eqa_runner.policies.explore import ExplorePolicy
 
     return [
         (ExplorePolicy, pc.REPolicyConfig),
-        (RandomProposer, pc.RandomProposerConfig),
-        (FrontierProposer, pc.FrontierProposerConfig),
     ]
 
 
 def test_constructor_defaults_are_the_schemas():
-    """The exploration policies and proposers still take keyword arguments: a keyword default
+    """The exploration policies still take keyword arguments: a keyword default
     either is the schema's value or stands for an interpolation the
     config fills in (``${sim.width}``, ``${sim._target_}``, an empty list)."""
     drift = []

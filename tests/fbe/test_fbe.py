@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from eqa_runner.errors import ConfigError
 from eqa_runner.policies.explore import AgentState
 from eqa_runner.policies.frontier import FrontierProposer
 from eqa_runner.sim import geometry as geo
@@ -167,7 +168,7 @@ def test_hops_capped_and_deterministic():
 def test_unknown_planner_key_is_an_error(compose_cfg):
     from hydra.errors import ConfigCompositionException
 
-    with pytest.raises(TypeError, match="epz"):
+    with pytest.raises(ConfigError, match=r"^policy.proposer.planner.epz: Key 'epz' not in"):
         FrontierProposer(planner={"epz": 2.0})
     assert FrontierProposer(planner={"eps": 2.0}).cfg.eps == 2.0
     fbe = ["task=express", "policy=fbe"]

@@ -30,7 +30,6 @@ from eqa_runner.policies.vlm_explore import (
     letter_probs,
     yes_probability,
 )
-from eqa_runner.policies.vlm_waypoint import WaypointVLMProposer
 from eqa_runner.records import read_records
 from eqa_runner.run.loop import run
 from eqa_runner.sim import geometry as geo
@@ -252,8 +251,6 @@ def test_constructor_defaults_are_the_schemas():
     drift = []
     for cls, schema in [
         (GuidedExplorePolicy, pc.VLMExplorePolicyConfig),
-        (VLMExploreProposer, pc.VLMExploreProposerConfig),
-        (WaypointVLMProposer, pc.WaypointVLMProposerConfig),
     ]:
         params = inspect.signature(cls.__init__).parameters
         for f in fields(schema):
