@@ -26,6 +26,7 @@ round trip.
 
     .venv/bin/python bench/step_profile.py [--sim mesh|habitat] [--llm offline|server]
         [--episodes 6] [--max-steps 8] [--policies fbe vlm_explore] [--before DIR]
+        [--override policy.proposer.look_around_deg=[] ...]
 """
 
 from __future__ import annotations
@@ -133,6 +134,7 @@ def _compose(args: argparse.Namespace, out: Path, limit: int, profile: bool) -> 
         "run.cache=false", "run.bootstrap_samples=0", "judge.model=offline",
         f"policy.max_steps={args.max_steps}", "run.trajectory_maps=false",
     ]  # fmt: skip
+    over += list(args.override or [])
     if profile:
         over.append("run.profile=true")
     if args.url:
@@ -230,7 +232,8 @@ def run_child(args: argparse.Namespace, policy: str, checkout: Path, url: str | 
         cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--checkout",
                str(checkout), "--policy", policy, "--out", tmp, "--data", str(args.data),
                "--sim", args.sim, "--episodes", str(args.episodes), "--max-steps",
-               str(args.max_steps), "--model", args.model, "--url", url or ""]  # fmt: skip
+               str(args.max_steps), "--model", args.model, "--url", url or "",
+               "--override", *args.override]  # fmt: skip
         if args.cpu is not None and hasattr(os, "sched_setaffinity"):
             cmd = ["taskset", "-c", str(args.cpu), *cmd]
         env = {**os.environ, "PYTHONPATH": str(checkout)}
@@ -281,6 +284,7 @@ def main() -> None:
     ap.add_argument("--server-cpu", type=int, default=1)
     ap.add_argument("--model", default="openai/gpt-4o-2024-08-06")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    ap.add_argument("--override", nargs="*", default=[], help="more run overrides (key=value)")
     # the child process
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--checkout", type=Path, default=ROOT, help=argparse.SUPPRESS)
