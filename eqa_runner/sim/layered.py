@@ -103,23 +103,36 @@ class LayeredNavGrid:
         if not np.all(np.isfinite(p)) or self.n_nodes == 0:
             return -1, NAN3.copy()
         hx, hy = SNAP_HALF_EXTENT
-        lo = self.xz - self.c / 2
+        cand = self._box_nodes(p, hx)  # every node the box can hold, in node order
+        xz, y = self.xz[cand], self.y[cand]
+        lo = xz - self.c / 2
         q = np.clip(np.array([p[0], p[2]]), lo + 1e-4, lo + self.c - 1e-4)  # closest in each cell
         dxz = np.linalg.norm(q - np.array([p[0], p[2]]), axis=1)
-        dy = np.abs(self.y - p[1])
-        ok = (np.abs(self.xz - [p[0], p[2]]) <= hx + self.c / 2).all(axis=1) & (dy <= hy)
+        dy = np.abs(y - p[1])
+        ok = (np.abs(xz - [p[0], p[2]]) <= hx + self.c / 2).all(axis=1) & (dy <= hy)
         if island is not None:
-            ok &= self.island == island
+            ok &= self.island[cand] == island
         if not ok.any():
             return -1, NAN3.copy()
         # Detour's findNearestPoly: under the point (its column) only the height beyond climb
         # counts, elsewhere the full 3-D distance to the closest point
         i, j = np.floor((np.array([p[0], p[2]]) - [self.x0, self.z0]) / self.c).astype(int)
-        over = (self.ij[:, 0] == i) & (self.ij[:, 1] == j)
+        over = (self.ij[cand, 0] == i) & (self.ij[cand, 1] == j)
         cost = np.where(over, np.maximum(dy - self.climb, 0.0) ** 2, dxz**2 + dy**2) + 1e-9 * dy
         cost = np.where(ok, cost, np.inf)
         k = int(np.argmin(cost))
-        return k, np.array([q[k, 0], self.y[k], q[k, 1]])
+        return int(cand[k]), np.array([q[k, 0], y[k], q[k, 1]])
+
+    def _box_nodes(self, p: np.ndarray, half: float) -> np.ndarray:
+        """Nodes (ascending) of the grid columns within ``half`` (+ 2 cells) of ``p`` in x-z: a
+        superset of those the snap box admits, so the snap reads a few thousand nodes, not all."""
+        nx, nz, _ = self.node_of.shape
+        lo = np.floor((np.array([p[0] - half, p[2] - half]) - [self.x0, self.z0]) / self.c) - 2
+        hi = np.ceil((np.array([p[0] + half, p[2] + half]) - [self.x0, self.z0]) / self.c) + 2
+        i0, j0 = (int(max(v, 0)) for v in lo)
+        i1, j1 = int(min(max(hi[0] + 1, 0), nx)), int(min(max(hi[1] + 1, 0), nz))
+        nodes = self.node_of[i0:i1, j0:j1].ravel()
+        return np.sort(nodes[nodes >= 0])
 
     # ------------------------------------------------------------------ paths
     def _source(self, node: int) -> tuple[np.ndarray, np.ndarray]:

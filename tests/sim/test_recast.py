@@ -158,3 +158,48 @@ def test_batched_string_pull_equals_the_one_segment_at_a_time_greedy():
         assert nav.lines_of_sight(pts[0], far).tolist() == expect and not expect[-1]
         pulled += len(pts) > 2
     assert pulled >= 10  # most pairs are paths with corners to pull
+
+
+def _snap_every_node(nav, p, island=None):
+    """The snap over every node (before issue 27): the reference for the windowed one."""
+    from eqa_runner.sim.layered import NAN3, SNAP_HALF_EXTENT
+
+    hx, hy = SNAP_HALF_EXTENT
+    lo = nav.xz - nav.c / 2
+    q = np.clip(np.array([p[0], p[2]]), lo + 1e-4, lo + nav.c - 1e-4)
+    dxz = np.linalg.norm(q - np.array([p[0], p[2]]), axis=1)
+    dy = np.abs(nav.y - p[1])
+    ok = (np.abs(nav.xz - [p[0], p[2]]) <= hx + nav.c / 2).all(axis=1) & (dy <= hy)
+    if island is not None:
+        ok &= nav.island == island
+    if not ok.any():
+        return -1, NAN3.copy()
+    i, j = np.floor((np.array([p[0], p[2]]) - [nav.x0, nav.z0]) / nav.c).astype(int)
+    over = (nav.ij[:, 0] == i) & (nav.ij[:, 1] == j)
+    cost = np.where(over, np.maximum(dy - nav.climb, 0.0) ** 2, dxz**2 + dy**2) + 1e-9 * dy
+    k = int(np.argmin(np.where(ok, cost, np.inf)))
+    return k, np.array([q[k, 0], nav.y[k], q[k, 1]])
+
+
+def test_windowed_snap_equals_the_snap_over_every_node():
+    """The snap reads only the grid columns its box can reach (issue 27): the same node and
+    point as over every node, inside and outside the grid, on and off the agent's island."""
+    from eqa_runner.demo.house import generate_house
+
+    sim = MeshSimulator(width=64, height=64)
+    sim.load_arrays(generate_house().mesh_data())
+    nav = sim.layered
+    lo, hi = sim.bounds()
+    rng = np.random.default_rng(5)
+    islands = np.unique(nav.island)
+    found = 0
+    for t in range(300):
+        p = lo - 3.0 + rng.random(3) * (hi - lo + 6.0)
+        if t % 3 == 0:
+            p = nav.point(int(rng.integers(nav.n_nodes))) + rng.normal(size=3) * [0.5, 0.3, 0.5]
+        isl = None if t % 2 else int(rng.choice(islands))
+        k, q = nav.snap_node(p, isl)
+        k0, q0 = _snap_every_node(nav, p, isl)
+        assert k == k0 and np.array_equal(q, q0, equal_nan=True)
+        found += k >= 0
+    assert 50 < found < 300  # both snapped and out-of-box points were tried
