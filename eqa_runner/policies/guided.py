@@ -4,6 +4,7 @@ proposer's stop confidence (``policy=vlm_explore | vlm_waypoint``)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -105,12 +106,18 @@ class GuidedExplorePolicy(ExplorePolicy):
         base = self.protocol.estimate_requests(
             self, episode, prompts_dir, n if self.protocol_check else 0
         )
-        proposer = self.proposer_factory()
         extra: list[RequestEstimate] = []
-        step_requests = getattr(proposer, "step_requests", None)
+        step_requests = getattr(self._estimating, "step_requests", None)
         if callable(step_requests):
             extra = list(step_requests(episode, self.image_size)) * n
         return extra + base
+
+    @functools.cached_property
+    def _estimating(self) -> Any:
+        """One proposer for every episode's estimate: its step requests follow from its
+        settings and the episode only, and building one types its config (~15 ms, 184 times
+        in an A-EQA dry run)."""
+        return self.proposer_factory()
 
     def prompts(self, prompts_dir: str | None) -> dict[str, dict[str, object]]:
         out = dict(self.protocol.prompts(prompts_dir))

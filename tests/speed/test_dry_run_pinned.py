@@ -65,3 +65,24 @@ def test_dry_run_estimate_is_pinned(name, pinned_data, compose_cfg, capsys):
             assert g["cost_usd"] is None
         else:
             assert g["cost_usd"] == pytest.approx(w["cost_usd"], rel=1e-12)
+
+
+def test_vlm_explore_dry_run_builds_one_proposer_for_every_estimate(
+    pinned_data, compose_cfg, capsys, monkeypatch
+):
+    """Building a proposer types its config (~15 ms); an A-EQA dry run estimated 184 episodes
+    with a new one each (2.3 s of a 3 s budget)."""
+    from eqa_runner.policies.vlm_explore import VLMExploreProposer
+
+    built = []
+    init = VLMExploreProposer.__init__
+
+    def counting(self, *a, **kw):
+        built.append(1)
+        init(self, *a, **kw)
+
+    monkeypatch.setattr(VLMExploreProposer, "__init__", counting)
+    got = estimate(compose_cfg, pinned_data, "aeqa-vlm_explore-gpt4o", capsys)
+    assert got["lines"] == json.loads(GOLDEN.read_text())["aeqa-vlm_explore-gpt4o"]["lines"]
+    episodes = got["estimate"]["judge"]["requests"]
+    assert episodes >= 3 and len(built) <= 2  # estimates share one; prompts() builds its own
