@@ -29,7 +29,8 @@ BLIND_POLICY = "blind"
 FIX = "point it at a finished policy=blind run (python -m eqa_runner experiment=aeqa_blind ...)"
 
 
-def _mark(v: Any) -> float | None:
+def number_or_none(v: Any) -> float | None:
+    """A float that is not NaN, or None (null / missing / NaN / not a number / a bool)."""
     if v is None or isinstance(v, bool):
         return None
     try:
@@ -68,9 +69,11 @@ def load_blind_run(
         for i, r in recs.items()
         if r["status"] == "ok"
         and r["judge_ok"]
-        and _mark(r["metrics"].get("score_1to5")) is not None
+        and number_or_none(r["metrics"].get("score_1to5")) is not None
     }
-    scores = {i: int(_mark(r["metrics"].get("score_1to5")) or 0) for i, r in scored.items()}
+    scores = {
+        i: int(number_or_none(r["metrics"].get("score_1to5")) or 0) for i, r in scored.items()
+    }
     data = _read_json(summary) if summary.is_file() else None
     model = (data.get("models") or {}).get("judge") if isinstance(data, dict) else None
     return scores, model, scored

@@ -49,6 +49,7 @@ from typing import Any
 
 from eqa_runner import capabilities as cap
 from eqa_runner.benchmarks.aeqa.blind import check_blind_source, load_blind_run
+from eqa_runner.benchmarks.aeqa.blind import number_or_none as _num
 from eqa_runner.benchmarks.aeqa.config import AEQAJudgeConfig as Schema
 from eqa_runner.benchmarks.openeqa_em.llm_match import LLMMatchJudge
 from eqa_runner.errors import ConfigError
@@ -63,17 +64,6 @@ log = logging.getLogger(__name__)
 NO_PREDICTION = "(no prediction: not judged)"
 BLIND_SELF = "self"  # judge.blind_run_dir=self: the run is the blind baseline itself
 HEADLINE = ("llm_match", "llm_match_spl")
-
-
-def _num(v: Any) -> float | None:
-    """A finite float, or None (null / missing / NaN / not a number)."""
-    if v is None or isinstance(v, bool):
-        return None
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) else f
 
 
 def _nan(v: float | None) -> float:
