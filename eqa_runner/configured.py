@@ -36,6 +36,10 @@ class Configured:
     ``${sim._target_}`` or ``${sim.width}``, resolve to when it is built without Hydra)."""
 
     config_class: ClassVar[type[Any]]
+    # schema keys whose node is another component's config (an exploration policy's
+    # ``protocol``): the run builds each (eqa_runner.run.build) and passes the object as that
+    # keyword-only argument; the constructor takes it beside ``config``
+    components: ClassVar[dict[str, type]] = {}
     config: Any
     name: str
 
@@ -47,9 +51,10 @@ class Configured:
 
 def typed_config(cls: type, config: Any, overrides: Mapping[str, Any]) -> Any:
     """``cls.config_class``'s object from ``config`` (None, a schema object, or a config node)
-    and ``overrides`` (schema field names), checked by the one checker."""
-    schema: type = cls.config_class  # type: ignore[attr-defined]
+    and ``overrides`` (schema field names), checked by the one checker. A config of a subclass
+    of the schema (an object, or a node typed with it) keeps its type and its extra keys."""
     key: str = getattr(cls, "config_key", "component")
+    schema = _schema_of(cls.config_class, config)  # type: ignore[attr-defined]
     names = {f.name for f in dataclasses.fields(schema)}
     unknown = sorted(set(overrides) - names)
     if unknown:
@@ -76,6 +81,15 @@ def typed_config(cls: type, config: Any, overrides: Mapping[str, Any]) -> Any:
         raise ConfigError(_one_line(key, e)) from None
 
 
+def _schema_of(schema: type, config: Any) -> type:
+    """``schema``, or the subclass of it that ``config`` (an object or a typed node) is of."""
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
+        typ: Any = type(config)
+    else:
+        typ = OmegaConf.get_type(config) if isinstance(config, DictConfig) else None
+    return typ if isinstance(typ, type) and issubclass(typ, schema) else schema
+
+
 def _node(schema: type, config: Any, key: str) -> DictConfig:
     """A structured node of ``schema`` (or of the subclass the config node is typed with)."""
     if config is None:
@@ -84,8 +98,6 @@ def _node(schema: type, config: Any, key: str) -> DictConfig:
         if not isinstance(config, schema):
             raise ConfigError(f"{key}: a {type(config).__name__} is not a {schema.__name__}")
         return OmegaConf.structured(config)
-    typ = OmegaConf.get_type(config) if isinstance(config, DictConfig) else None
-    base = typ if isinstance(typ, type) and issubclass(typ, schema) else schema
     try:
         data = (
             OmegaConf.to_container(config, resolve=True)
@@ -94,7 +106,7 @@ def _node(schema: type, config: Any, key: str) -> DictConfig:
         )
     except OmegaConfBaseException as e:
         raise ConfigError(_one_line(key, e)) from None
-    return _merged(OmegaConf.structured(base), data, key)
+    return _merged(OmegaConf.structured(schema), data, key)
 
 
 def _merged(node: DictConfig, values: Any, key: str) -> DictConfig:

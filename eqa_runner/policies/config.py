@@ -30,7 +30,8 @@ class PolicyConfig:
 
 @dataclass
 class ProposerConfig:
-    """A waypoint proposer factory (``_partial_``: one proposer per episode)."""
+    """A waypoint proposer's node: the exploration policy builds one proposer per episode from
+    it (``_partial_`` marks it a factory for Hydra's own tools)."""
 
     _target_: str = MISSING
     _partial_: bool = True
@@ -96,7 +97,7 @@ class ExplorePolicyConfig(PolicyConfig):
     image_size: list[int] = bounded(default_factory=lambda: ["${sim.width}", "${sim.height}"], gt=0)
     # the task's rules for the loop (budget, per-step question, answer step): the ``protocol``
     # node its task config selects (a benchmark's conf/protocol/); null for tasks that do not
-    # explore
+    # explore. The run builds it and hands the object to the policy as ``protocol=``
     protocol: Any = "${oc.select:protocol,null}"
 
 

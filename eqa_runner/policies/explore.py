@@ -32,24 +32,19 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from eqa_runner import capabilities as cap
+from eqa_runner.configured import Configured
 from eqa_runner.errors import ConfigError
 from eqa_runner.images import black_pixels, encode_png
 from eqa_runner.llm import LLMClient, RequestEstimate
 from eqa_runner.llm.config import LLMConfig
 from eqa_runner.policies.base import Policy
-from eqa_runner.policies.config import (
-    STOP_MATCHES,
-    UNREACHABLE_HOPS,
-    ExplorePolicyConfig,
-    REPolicyConfig,
-)
+from eqa_runner.policies.config import ExplorePolicyConfig
 from eqa_runner.policies.context import EpisodeContext, RunResources
 from eqa_runner.policies.exploration import AnswerStep, Exploration, vec
 from eqa_runner.policies.proposer import (
@@ -60,6 +55,8 @@ from eqa_runner.policies.proposer import (
     StepView,
     Waypoint,
     WaypointProposer,
+    new_proposer,
+    proposer_class,
 )
 from eqa_runner.policies.protocol import ExploreProtocol
 from eqa_runner.policies.sim_session import (
@@ -71,7 +68,6 @@ from eqa_runner.policies.sim_session import (
 )
 from eqa_runner.sim import geometry as geo
 from eqa_runner.sim.base import OFF_FLOOR_M, Observation, SceneSpec
-from eqa_runner.sim.config import SimConfig
 from eqa_runner.timing import OFF, PartTimes, clock
 from eqa_runner.types import Episode, Prediction
 
@@ -92,62 +88,52 @@ __all__ = [  # the proposer API and the session are re-exported for existing imp
 log = logging.getLogger(__name__)
 
 
-class ExplorePolicy(Policy):
+class ExplorePolicy(Configured, Policy):
     """Exploration with a pluggable :class:`WaypointProposer` (``re``, ``fbe``) under a task's
-    :class:`ExploreProtocol`."""
+    :class:`ExploreProtocol`.
 
+    Built as ``Cls(config=None, *, protocol, **overrides)`` (:mod:`eqa_runner.configured`): the
+    config is an :class:`ExplorePolicyConfig` (``REPolicyConfig``, ``FBEPolicyConfig`` ...);
+    ``protocol`` is the task's protocol object, which the run builds from ``policy.protocol``
+    (``components``). One proposer per episode is built from ``policy.proposer``."""
+
+    config_class: ClassVar[type[Any]] = ExplorePolicyConfig
+    config: ExplorePolicyConfig
+    # schema keys that are another component's config: the run builds them and passes the
+    # objects as keyword arguments (eqa_runner.run.build)
+    components: ClassVar[dict[str, type]] = {"protocol": ExploreProtocol}
     needs_sim = True
     needs = frozenset({cap.QUESTION, cap.SIMULATOR, cap.PROTOCOL})
     provides = frozenset({cap.TRAJECTORY, cap.FINAL_FRAME})
 
     def __init__(
-        self,
-        name: str = REPolicyConfig.name,
-        proposer: Callable[[], WaypointProposer] | None = None,
-        stop_model: str | None = ExplorePolicyConfig.stop_model,
-        max_steps: int | None = ExplorePolicyConfig.max_steps,
-        step_ratio: float = ExplorePolicyConfig.step_ratio,
-        black_pixel_ratio: float = ExplorePolicyConfig.black_pixel_ratio,
-        fallback_radius_m: float = ExplorePolicyConfig.fallback_radius_m,
-        stop_match: str = ExplorePolicyConfig.stop_match,
-        unreachable_hop: str = ExplorePolicyConfig.unreachable_hop,
-        estimate_steps: int = ExplorePolicyConfig.estimate_steps,
-        image_size: tuple[int, int] = (SimConfig.width, SimConfig.height),
-        protocol: ExploreProtocol | None = None,  # the task's (null: a task without one)
-        *,
-        stop_llm: Mapping[str, Any] | None = None,
+        self, config: Any = None, *, protocol: ExploreProtocol | None = None, **overrides: Any
     ) -> None:
-        if not isinstance(protocol, ExploreProtocol):
+        super().__init__(config, **overrides)
+        if not isinstance(protocol, ExploreProtocol):  # the task's (null: a task without one)
             raise ConfigError(
-                f"policy={name} explores under its task's protocol, and this task has none "
+                f"policy={self.name} explores under its task's protocol, and this task has none "
                 f"(got {type(protocol).__name__}); pick a task that provides one."
             )
-        if stop_match not in STOP_MATCHES:
-            raise ValueError(f"policy.stop_match={stop_match!r}: expected prefix or contains")
-        if unreachable_hop not in UNREACHABLE_HOPS:
-            raise ValueError(f"policy.unreachable_hop={unreachable_hop!r}: expected skip or inf")
-        if proposer is None:
-            proposer = RandomProposer
-        if isinstance(proposer, WaypointProposer) or not callable(proposer):
-            raise TypeError(
-                "policy.proposer must be a factory (set `_partial_: true` next to its _target_), "
-                f"got {type(proposer).__name__}"
-            )
-        self.name = name
-        self.proposer_factory = proposer
-        self.stop_model = stop_model
-        self.stop_llm = dict(stop_llm or {})
-        self.max_steps = max_steps
-        self.step_ratio = float(step_ratio)
-        self.black_pixel_ratio = float(black_pixel_ratio)
-        self.fallback_radius_m = float(fallback_radius_m)
-        self.stop_match = stop_match
-        self.unreachable_hop = unreachable_hop
-        self.estimate_steps = int(estimate_steps)
-        self.image_size = (int(image_size[0]), int(image_size[1]))
+        c = self.config
+        self.protocol = protocol
+        self.proposer_class = proposer_class(c.proposer)
+        self.stop_model = c.stop_model
+        self.stop_llm = {k: getattr(c.stop_llm, k) for k in STOP_ENDPOINT_KEYS}
+        self.max_steps = c.max_steps
+        self.step_ratio = float(c.step_ratio)
+        self.black_pixel_ratio = float(c.black_pixel_ratio)
+        self.fallback_radius_m = float(c.fallback_radius_m)
+        self.stop_match = c.stop_match
+        self.unreachable_hop = c.unreachable_hop
+        self.estimate_steps = int(c.estimate_steps)
+        self.image_size = (int(c.image_size[0]), int(c.image_size[1]))
         self._stop_clients: dict[int, LLMClient] = {}
         self.session: SimSession | None = None  # set by open(), for the run
-        self.protocol = protocol
+
+    def proposer_factory(self) -> WaypointProposer:
+        """A fresh proposer (one per episode) from ``policy.proposer``."""
+        return new_proposer(self.proposer_class, self.config.proposer)
 
     # -------------------------------------------------------------- per-run lifecycle
     def open(self, resources: RunResources) -> None:

@@ -6,29 +6,16 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
-from eqa_runner.errors import ConfigError
-from eqa_runner.llm import (
-    RequestEstimate,
-)
-from eqa_runner.policies.config import (
-    STOP_RULES,
-    ExplorePolicyConfig,
-    GuidedPolicyConfig,
-)
+from eqa_runner.llm import RequestEstimate
+from eqa_runner.policies.config import GuidedPolicyConfig
 from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.policies.exploration import Exploration
 from eqa_runner.policies.explore import ExplorePolicy
-from eqa_runner.policies.proposer import (
-    GuidedProposer,
-    StepView,
-    WaypointProposer,
-)
+from eqa_runner.policies.proposer import GuidedProposer, StepView
 from eqa_runner.policies.protocol import ExploreProtocol
 from eqa_runner.policies.vlm_questions import CONFIDENT_STOP, _r
-from eqa_runner.sim.config import SimConfig
 from eqa_runner.types import Episode
 
 
@@ -42,36 +29,17 @@ class GuidedExplorePolicy(ExplorePolicy):
     answer there); ``false`` skips it under ``confidence`` (saves a stop check call per step).
     """
 
+    config_class: ClassVar[type[Any]] = GuidedPolicyConfig
+    config: GuidedPolicyConfig
+
     def __init__(
-        self,
-        name: str = "vlm_explore",
-        proposer: Callable[[], WaypointProposer] | None = None,
-        stop_rule: str = GuidedPolicyConfig.stop_rule,
-        stop_threshold: float = GuidedPolicyConfig.stop_threshold,
-        protocol_check: bool = GuidedPolicyConfig.protocol_check,
-        stop_model: str | None = ExplorePolicyConfig.stop_model,
-        max_steps: int | None = ExplorePolicyConfig.max_steps,
-        step_ratio: float = ExplorePolicyConfig.step_ratio,
-        black_pixel_ratio: float = ExplorePolicyConfig.black_pixel_ratio,
-        fallback_radius_m: float = ExplorePolicyConfig.fallback_radius_m,
-        stop_match: str = ExplorePolicyConfig.stop_match,
-        unreachable_hop: str = ExplorePolicyConfig.unreachable_hop,
-        estimate_steps: int = ExplorePolicyConfig.estimate_steps,
-        image_size: tuple[int, int] = (SimConfig.width, SimConfig.height),
-        protocol: ExploreProtocol | None = None,
-        *,
-        stop_llm: Mapping[str, Any] | None = None,
+        self, config: Any = None, *, protocol: ExploreProtocol | None = None, **overrides: Any
     ) -> None:
-        if stop_rule not in STOP_RULES:
-            raise ConfigError(f"policy.stop_rule={stop_rule!r}: expected one of {STOP_RULES}")
-        super().__init__(
-            name, proposer, stop_model, max_steps, step_ratio, black_pixel_ratio,
-            fallback_radius_m, stop_match, unreachable_hop, estimate_steps, image_size,
-            protocol, stop_llm=stop_llm,
-        )  # fmt: skip
-        self.stop_rule = stop_rule
-        self.stop_threshold = float(stop_threshold)
-        self.protocol_check = bool(protocol_check) or stop_rule == "protocol"
+        super().__init__(config, protocol=protocol, **overrides)
+        c = self.config
+        self.stop_rule = c.stop_rule
+        self.stop_threshold = float(c.stop_threshold)
+        self.protocol_check = bool(c.protocol_check) or c.stop_rule == "protocol"
 
     async def check_step(self, x: Exploration, view: StepView, ctx: EpisodeContext) -> bool:
         """The stop confidence and the protocol's check (concurrently), combined by the rule."""

@@ -2,8 +2,8 @@
 
 An exploration policy (``policies/explore.py``) runs one loop for every exploration task; what
 differs between agents is the :class:`WaypointProposer` that picks the next pose. A new agent is
-a proposer class plus ``conf/policy/<name>.yaml`` with ``proposer._target_`` (and
-``_partial_: true``: the policy builds one proposer per episode).
+a proposer class plus ``conf/policy/<name>.yaml`` with ``proposer._target_``: the policy builds
+one proposer per episode from that node (:func:`new_proposer`).
 
 A proposer that asks a model about the current frame (``vlm_explore``, ``vlm_waypoint``) is a
 :class:`GuidedProposer`: the loop awaits its :meth:`~GuidedProposer.assess` before the stop
@@ -14,15 +14,18 @@ docs/policies.md walks through writing one.
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 
 from eqa_runner.configured import Configured
+from eqa_runner.errors import ConfigError
 from eqa_runner.policies.config import RandomProposerConfig
 from eqa_runner.sim import geometry as geo
 from eqa_runner.sim.base import Observation, Simulator
@@ -118,6 +121,38 @@ class RandomProposer(Configured, WaypointProposer):
         yaw = float(self.rng.uniform(-math.pi, math.pi))
         pn = geo.habitat_to_normal(np.asarray(p, dtype=np.float64))
         return Waypoint((float(pn[0]), float(pn[1])), yaw, "random", {})
+
+
+def proposer_class(config: Any) -> type[WaypointProposer]:
+    """The :class:`WaypointProposer` class ``policy.proposer._target_`` names (imported when the
+    policy is built, so a wrong name fails before the first episode)."""
+    target = str(_keys(config).get("_target_") or "")
+    module, _, attr = target.rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module), attr) if module else None
+    except ImportError as e:
+        raise ConfigError(f"policy.proposer._target_={target}: {e}") from None
+    except AttributeError:
+        cls = None
+    if not (isinstance(cls, type) and issubclass(cls, WaypointProposer)):
+        raise ConfigError(f"policy.proposer._target_={target}: not a WaypointProposer class")
+    return cls
+
+
+def new_proposer(cls: type[WaypointProposer], config: Any) -> WaypointProposer:
+    """One episode's proposer: ``cls(config)`` for a :class:`Configured` class (its typed
+    schema), else ``cls(**keys)`` (the node's keys but ``_target_`` and ``_partial_``)."""
+    if issubclass(cls, Configured):
+        own = config if isinstance(config, cls.config_class) else _keys(config)
+        return cast(WaypointProposer, cls(own))
+    keys = {k: v for k, v in _keys(config).items() if k not in ("_target_", "_partial_")}
+    return cls(**keys)
+
+
+def _keys(config: Any) -> dict[str, Any]:
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
+        return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+    return dict(config or {})
 
 
 @dataclass(frozen=True)

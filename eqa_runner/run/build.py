@@ -30,7 +30,9 @@ def build(node: DictConfig, base: type[T], what: str) -> T:
 
     A :class:`~eqa_runner.configured.Configured` class receives its typed schema object: the
     composed node becomes the schema's dataclass (checked by the one checker) and the class is
-    called as ``Cls(config)``; any other ``_target_`` goes through ``hydra.utils.instantiate``.
+    called as ``Cls(config)``, plus one keyword argument per key its ``components`` names (the
+    object another component's node there builds, e.g. an exploration policy's ``protocol``;
+    None for a null node); any other ``_target_`` goes through ``hydra.utils.instantiate``.
     A user error the component's constructor raised (a missing blind run, a bad choice) is
     re-raised as itself, not in Hydra's ``InstantiationException`` (a traceback): the CLI
     prints it in one line."""
@@ -41,11 +43,11 @@ def build(node: DictConfig, base: type[T], what: str) -> T:
 
     cls = _target_class(node)
     try:
-        obj: Any = (
-            cls(node)
-            if cls is not None and issubclass(cls, Configured)
-            else instantiate(node, _convert_="all")
-        )
+        if cls is not None and issubclass(cls, Configured):
+            parts = {k: _part(node.get(k), b, k) for k, b in cls.components.items()}
+            obj: Any = cls(node, **parts)
+        else:
+            obj = instantiate(node, _convert_="all")
     except InstantiationException as e:
         if isinstance(e.__cause__, UserError):
             raise e.__cause__ from None
@@ -56,6 +58,11 @@ def build(node: DictConfig, base: type[T], what: str) -> T:
             f"{type(obj).__name__}, not a {base.__name__}"
         )
     return obj
+
+
+def _part(node: Any, base: type, what: str) -> Any:
+    """The component a sub-node builds (None for a null one)."""
+    return None if node is None else build(node, base, what)
 
 
 def _target_class(node: Any) -> type | None:

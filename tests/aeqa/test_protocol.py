@@ -15,6 +15,7 @@ from eqa_runner.benchmarks.aeqa.task import AEQATask
 from eqa_runner.data.commands import main as data_main
 from eqa_runner.errors import DataError
 from eqa_runner.images import decode_frame, encode_frame
+from eqa_runner.policies.config import REPolicyConfig
 from eqa_runner.policies.explore import ExplorePolicy
 from eqa_runner.policies.frame_memory import FrameMemory
 from eqa_runner.run.build import check_capabilities
@@ -54,7 +55,7 @@ def test_encode_frame_resizes_as_the_frames_policy(tmp_path):
 
 def test_budget_and_dry_run_estimate(aeqa_demo):
     proto = AEQAProtocol(num_steps=50, memory_frames=8, image_size=360)
-    pol = ExplorePolicy(name="re", image_size=(1280, 1280), protocol=proto)
+    pol = ExplorePolicy(REPolicyConfig(), image_size=(1280, 1280), protocol=proto)
     assert pol.budget(10.0) == pol.budget(400.0) == 50  # fixed, whatever the scene's area
     pol.max_steps = 20
     assert pol.budget(400.0) == 20  # policy.max_steps still caps it
@@ -65,7 +66,10 @@ def test_budget_and_dry_run_estimate(aeqa_demo):
     assert all(r.image_sizes == [(360, 360)] for r in reqs[:50])
     assert reqs[-1].image_sizes == [(360, 360)] * 8
     no_stop = AEQAProtocol(stop_check=False)
-    assert len(ExplorePolicy(name="re", protocol=no_stop).estimate_requests(ep, None, None)) == 1
+    assert (
+        len(ExplorePolicy(REPolicyConfig(), protocol=no_stop).estimate_requests(ep, None, None))
+        == 1
+    )
 
 
 def test_path_len_xz():

@@ -1,11 +1,10 @@
 """Every default is written once: in its group's schema. A YAML option holds its ``_target_`` and
 only what differs from its schema; an experiment preset only what differs from the options it
-picks; a constructor's keyword defaults are the schema's."""
+picks. Constructors read ``self.config`` (eqa_runner/configured.py): none has keyword defaults
+of its own to drift."""
 
 from __future__ import annotations
 
-import inspect
-from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any
 
@@ -87,30 +86,3 @@ def test_no_preset_repeats_what_its_options_give(compose_cfg, path):
 def test_config_yaml_sets_no_group_values():
     raw = yaml.safe_load((CONF / "config.yaml").read_text())
     assert not set(raw) & {*GROUPS, "run"}, "group values belong in the schemas / options"
-
-
-def _constructors() -> list[tuple[Any, type]]:
-    from eqa_runner.policies import config as pc
-    from eqa_runner.policies.explore import ExplorePolicy
-
-    return [
-        (ExplorePolicy, pc.REPolicyConfig),
-    ]
-
-
-def test_constructor_defaults_are_the_schemas():
-    """The exploration policies still take keyword arguments: a keyword default
-    either is the schema's value or stands for an interpolation the
-    config fills in (``${sim.width}``, ``${sim._target_}``, an empty list)."""
-    drift = []
-    for cls, schema in _constructors():
-        params = inspect.signature(cls.__init__).parameters
-        for f in fields(schema):
-            p = params.get(f.name)
-            if p is None or p.default is inspect.Parameter.empty or f.default is MISSING:
-                continue
-            if isinstance(f.default, str) and "${" in f.default:
-                continue
-            if p.default != f.default:
-                drift.append(f"{cls.__name__}.{f.name}={p.default!r} vs {f.default!r}")
-    assert drift == []

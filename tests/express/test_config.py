@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import pytest
-from hydra.utils import instantiate
 
 from eqa_runner.benchmarks.express.eac import EACJudge
 from eqa_runner.benchmarks.express.task import ExpressTask
 from eqa_runner.errors import ConfigError
+from eqa_runner.policies.base import Policy
 from eqa_runner.policies.explore import ExplorePolicy, RandomProposer
-from eqa_runner.run.build import check_capabilities
+from eqa_runner.run.build import build, check_capabilities
+from eqa_runner.scoring.base import Judge
+from eqa_runner.tasks.base import Task
 
 
 def test_task_express_policy_re_composes_with_eac(compose_cfg):
@@ -20,7 +22,7 @@ def test_task_express_policy_re_composes_with_eac(compose_cfg):
         check_capabilities(compose_cfg(["task=express", "policy=blind"]))
     assert cfg.task.simulator == cfg.sim._target_
     task, policy, judge = (
-        instantiate(cfg[k], _convert_="all") for k in ("task", "policy", "judge")
+        build(cfg[k], base, k) for k, base in (("task", Task), ("policy", Policy), ("judge", Judge))
     )
     assert isinstance(task, ExpressTask) and isinstance(judge, EACJudge)
     assert isinstance(policy, ExplorePolicy) and isinstance(

@@ -11,18 +11,20 @@ import numpy as np
 import pytest
 
 from eqa_runner.benchmarks.express.protocol import ExpressProtocol
+from eqa_runner.errors import ConfigError
 from eqa_runner.llm import LLMClient
+from eqa_runner.policies.config import RandomProposerConfig, REPolicyConfig
 from eqa_runner.policies.context import EpisodeContext, RunResources
 from eqa_runner.policies.explore import (
     ExplorePolicy,
     RandomProposer,
     Waypoint,
-    WaypointProposer,
 )
 from eqa_runner.sim.base import Observation, SceneSpec, Simulator
 from eqa_runner.types import Episode
 
 EXPRESS = ExpressProtocol()
+RE = REPolicyConfig()  # policy=re's schema: the random proposer
 
 
 class FakeSim(Simulator):
@@ -77,7 +79,7 @@ class FakeSim(Simulator):
         pass
 
 
-class NaNProposer(WaypointProposer):
+class NaNProposer(RandomProposer):
     name = "nan"
 
     def propose(self, agent_state):
@@ -127,7 +129,7 @@ def _run(policy, episodes, sim, tmp_path, artifacts=False):
 
 
 def test_black_frames_never_stop_and_answer_blind(tmp_path):
-    policy = ExplorePolicy(protocol=EXPRESS, proposer=RandomProposer, max_steps=5)
+    policy = ExplorePolicy(RE, protocol=EXPRESS, max_steps=5)
     (pred,), _ = _run(policy, [_episode(1)], FakeSim(black=True), tmp_path)
     t = pred.trace
     assert t["num_steps"] == 5 and t["steps_taken"] == 5  # budget int(sqrt(100)*3)=30, capped
@@ -144,7 +146,11 @@ def test_black_frames_never_stop_and_answer_blind(tmp_path):
 
 
 def test_nan_waypoint_falls_back_to_random_point_within_3m(tmp_path):
-    policy = ExplorePolicy(protocol=EXPRESS, proposer=NaNProposer, max_steps=4)
+    policy = ExplorePolicy(
+        REPolicyConfig(proposer=RandomProposerConfig(_target_=f"{__name__}.NaNProposer")),
+        protocol=EXPRESS,
+        max_steps=4,
+    )
     (pred,), _ = _run(policy, [_episode(2)], FakeSim(black=True), tmp_path)
     for s in pred.trace["steps"]:
         assert s["fallback"] and not s["snapped"] and s["source"] == "nan"
@@ -153,7 +159,7 @@ def test_nan_waypoint_falls_back_to_random_point_within_3m(tmp_path):
 
 
 def test_offline_stop_check_stops_at_step_2_with_decision_frame(tmp_path):
-    policy = ExplorePolicy(protocol=EXPRESS, proposer=RandomProposer)
+    policy = ExplorePolicy(RE, protocol=EXPRESS)
     (pred,), _ = _run(policy, [_episode(3)], FakeSim(), tmp_path, artifacts=True)
     t = pred.trace
     assert t["stopped_early"] and t["steps_taken"] == 3 and t["answer_prompt"] == "answer"
@@ -169,14 +175,14 @@ def test_scene_leases_load_each_scene_once(tmp_path):
     sim = FakeSim()
     eps = [_episode(i, "00800-A") for i in range(3)] + [_episode(i, "00801-B") for i in (4, 5)]
     eps.append(_episode(6, "00800-A"))  # out of order: joins A's lease while A is in use
-    preds, session = _run(ExplorePolicy(protocol=EXPRESS, max_steps=3), eps, sim, tmp_path)
+    preds, session = _run(ExplorePolicy(RE, protocol=EXPRESS, max_steps=3), eps, sim, tmp_path)
     assert len(preds) == 6
     assert sim.loads == ["00800-A", "00801-B"]  # B waited until no episode used A
     assert session.scene_loads == 2
 
 
 def test_same_rng_same_path(tmp_path):
-    policy = ExplorePolicy(protocol=EXPRESS, max_steps=6)
+    policy = ExplorePolicy(RE, protocol=EXPRESS, max_steps=6)
     (a,), _ = _run(policy, [_episode(7)], FakeSim(black=True), tmp_path)
     (b,), _ = _run(policy, [_episode(7)], FakeSim(black=True), tmp_path)
     assert [s["next_position"] for s in a.trace["steps"]] == [
@@ -184,11 +190,19 @@ def test_same_rng_same_path(tmp_path):
     ]
 
 
-def test_proposer_must_be_a_factory():
-    with pytest.raises(TypeError, match="_partial_"):
-        ExplorePolicy(protocol=EXPRESS, proposer=RandomProposer())
-    with pytest.raises(ValueError, match="stop_match"):
-        ExplorePolicy(protocol=EXPRESS, stop_match="maybe")
+def test_the_proposer_is_built_per_episode_from_its_node():
+    """``policy.proposer`` is a node: each episode gets a fresh proposer of its keys; a
+    ``_target_`` that is no proposer class and a bad loop key are one-line config errors."""
+    policy = ExplorePolicy(RE, protocol=EXPRESS, proposer={"radius_m": 1.5})
+    a, b = policy.proposer_factory(), policy.proposer_factory()
+    assert isinstance(a, RandomProposer) and a is not b and a.radius_m == 1.5
+    bad = RandomProposerConfig(_target_="eqa_runner.policies.explore.Exploration")
+    with pytest.raises(ConfigError, match=r"^policy.proposer._target_=.*not a WaypointProposer"):
+        ExplorePolicy(REPolicyConfig(proposer=bad), protocol=EXPRESS)
+    with pytest.raises(ConfigError, match=r"^policy.stop_match=maybe: must be one of"):
+        ExplorePolicy(RE, protocol=EXPRESS, stop_match="maybe")
+    with pytest.raises(ConfigError, match="has none"):
+        ExplorePolicy(RE)
 
 
 def test_a_start_on_no_island_is_a_scene_error_naming_the_scene(tmp_path):
@@ -205,7 +219,7 @@ def test_a_start_on_no_island_is_a_scene_error_naming_the_scene(tmp_path):
         e.meta["start_position"] = start
         return e
 
-    policy = ExplorePolicy(protocol=EXPRESS, proposer=RandomProposer, max_steps=2)
+    policy = ExplorePolicy(RE, protocol=EXPRESS, max_steps=2)
     (pred,), _ = _run(policy, [ep([5.0, 0.3, 5.0])], NamedSim(black=True), tmp_path)
     assert pred.trace["steps_taken"] == 2
     for start, why in (([5.0, 0.8, 5.0], r"the nearest navigable point is 0\.80 m away, more "
@@ -230,8 +244,8 @@ def test_protocol_asks_for_goal_distances_and_an_off_floor_goal(tmp_path):
               "goal_position": [8.0, 1.2, 9.0], "geodesic_distance": 5.0},  # 1.2 m up
     )  # fmt: skip
     with pytest.raises(Exception, match="off the navigable floor"):
-        _run(ExplorePolicy(protocol=EXPRESS, max_steps=4), [ep], FakeSim(black=True), tmp_path)
-    policy = ExplorePolicy(max_steps=4, protocol=ObjectGoal())
+        _run(ExplorePolicy(RE, protocol=EXPRESS, max_steps=4), [ep], FakeSim(black=True), tmp_path)
+    policy = ExplorePolicy(RE, max_steps=4, protocol=ObjectGoal())
     (pred,), _ = _run(policy, [ep], FakeSim(black=True), tmp_path)
     t = pred.trace
     d = t["goal_distances"]
@@ -240,6 +254,6 @@ def test_protocol_asks_for_goal_distances_and_an_off_floor_goal(tmp_path):
     assert d[0] == pytest.approx(np.linalg.norm(goal - [5.0, 0.0, 5.0]), abs=1e-4)
     assert [s["goal_distance"] for s in t["steps"]] == d[:-1]
     assert d[-1] == pytest.approx(t["d_t"], abs=1e-4)
-    plain_policy = ExplorePolicy(protocol=EXPRESS, max_steps=4)
+    plain_policy = ExplorePolicy(RE, protocol=EXPRESS, max_steps=4)
     (plain,), _ = _run(plain_policy, [_episode(1)], FakeSim(black=True), tmp_path)
     assert "goal_distances" not in plain.trace  # only when a protocol asks

@@ -8,6 +8,7 @@ from eqa_runner.benchmarks.express.protocol import ExpressProtocol
 from eqa_runner.errors import ConfigError
 from eqa_runner.llm import LLMClient
 from eqa_runner.policies.base import Policy
+from eqa_runner.policies.config import REPolicyConfig
 from eqa_runner.policies.context import RunResources
 from eqa_runner.policies.explore import ExplorePolicy
 from eqa_runner.run.loop import run
@@ -53,7 +54,7 @@ def test_opened_always_closes(fail_open):
 
 
 def test_explore_policy_needs_the_runs_simulator():
-    p = ExplorePolicy(protocol=EXPRESS)
+    p = ExplorePolicy(REPolicyConfig(), protocol=EXPRESS)
     assert p.needs_sim
     with pytest.raises(ConfigError, match="needs a simulator"):
         p.open(RunResources(llm=LLMClient({"model": "offline"}, role="policy"), task=None))

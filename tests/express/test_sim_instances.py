@@ -9,6 +9,7 @@ import pytest
 
 from eqa_runner.benchmarks.express.protocol import ExpressProtocol
 from eqa_runner.errors import UserError
+from eqa_runner.policies.config import REPolicyConfig
 from eqa_runner.policies.explore import ExplorePolicy
 from eqa_runner.records import read_records
 from eqa_runner.run.build import build_sim
@@ -51,11 +52,17 @@ def _stable(preds):
 @pytest.mark.parametrize("n", [2, 3])
 def test_n_instances_give_the_results_of_one_and_load_a_scene_once_per_instance(tmp_path, n):
     one, session1 = _run(
-        ExplorePolicy(protocol=EXPRESS, max_steps=4), _episodes(), FakeSim(), tmp_path / "1"
+        ExplorePolicy(REPolicyConfig(), protocol=EXPRESS, max_steps=4),
+        _episodes(),
+        FakeSim(),
+        tmp_path / "1",
     )
     sims = [ThreadedFakeSim() for _ in range(n)]
     many, session = _run(
-        ExplorePolicy(protocol=EXPRESS, max_steps=4), _episodes(), SimulatorPool(sims), tmp_path
+        ExplorePolicy(REPolicyConfig(), protocol=EXPRESS, max_steps=4),
+        _episodes(),
+        SimulatorPool(sims),
+        tmp_path,
     )
     assert _stable(many) == _stable(one)  # per-episode seeds: the lane does not matter
     assert session1.scene_loads == 3

@@ -5,20 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import inspect
 import math
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import MISSING, fields
 from typing import Any
 
 import numpy as np
 import pytest
-from hydra.utils import instantiate
 
 from eqa_runner.llm import Completion
 from eqa_runner.mapping.config import FrontierPlannerConfig, VisualPromptConfig
 from eqa_runner.mapping.frontier import FrontierPlanner
 from eqa_runner.policies import config as pc
+from eqa_runner.policies.base import Policy
 from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.policies.exploration import Exploration
 from eqa_runner.policies.frontier import bounds_normal
@@ -31,6 +29,7 @@ from eqa_runner.policies.vlm_explore import (
     yes_probability,
 )
 from eqa_runner.records import read_records
+from eqa_runner.run.build import build
 from eqa_runner.run.loop import run
 from eqa_runner.sim import geometry as geo
 from eqa_runner.types import Episode
@@ -234,7 +233,7 @@ def test_stop_rule(rule, check, conf, proto, stop, reason, proto_calls):
 
     protocol = P(proto)
     pol = GuidedExplorePolicy(
-        proposer=lambda: ConfProposer(conf), stop_rule=rule, stop_threshold=0.5,
+        pc.VLMExplorePolicyConfig(), stop_rule=rule, stop_threshold=0.5,
         protocol_check=check, protocol=protocol,
     )  # fmt: skip
     x = Exploration.__new__(Exploration)
@@ -247,21 +246,7 @@ def test_stop_rule(rule, check, conf, proto, stop, reason, proto_calls):
 
 
 # ---------------------------------------------------------------- schemas, dry run
-def test_constructor_defaults_are_the_schemas():
-    drift = []
-    for cls, schema in [
-        (GuidedExplorePolicy, pc.VLMExplorePolicyConfig),
-    ]:
-        params = inspect.signature(cls.__init__).parameters
-        for f in fields(schema):
-            p = params.get(f.name)
-            if p is None or p.default is inspect.Parameter.empty or f.default is MISSING:
-                continue
-            if isinstance(f.default, str) and "${" in f.default or f.name == "name":
-                continue
-            if p.default != f.default:
-                drift.append(f"{cls.__name__}.{f.name}={p.default!r} vs {f.default!r}")
-    assert drift == []
+def test_vlm_explore_weights_the_planner_semantically_and_fbe_does_not():
     assert pc.VLMExploreProposerConfig().planner.semantic is True
     assert pc.FrontierProposerConfig().planner.semantic is False  # fbe unchanged
 
@@ -269,11 +254,14 @@ def test_constructor_defaults_are_the_schemas():
 def test_dry_run_counts_the_extra_calls(compose_cfg, express_demo, tmp_path):
     ep = Episode("e", "Where is the TV?", "", "", [], "s", {})
     common = ["task=express", f"task.data_dir={express_demo}", "policy.max_steps=7"]
-    fbe = instantiate(compose_cfg([*common, "policy=fbe"]).policy)
-    vlm = instantiate(compose_cfg([*common, "policy=vlm_explore"]).policy)
-    lean = instantiate(compose_cfg([*common, "policy=vlm_explore", "policy.protocol_check=false",
-                                    "policy.proposer.use_gsv=false"]).policy)  # fmt: skip
-    wp = instantiate(compose_cfg([*common, "policy=vlm_waypoint"]).policy)
+
+    def built(*extra: str) -> Any:
+        return build(compose_cfg([*common, *extra]).policy, Policy, "policy")
+
+    fbe, vlm, wp = built("policy=fbe"), built("policy=vlm_explore"), built("policy=vlm_waypoint")
+    lean = built(
+        "policy=vlm_explore", "policy.protocol_check=false", "policy.proposer.use_gsv=false"
+    )
     n_fbe = len(fbe.estimate_requests(ep, None, None))
     assert n_fbe == 7 + 1
     assert len(vlm.estimate_requests(ep, None, None)) == n_fbe + 3 * 7
