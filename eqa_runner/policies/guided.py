@@ -84,7 +84,7 @@ class GuidedExplorePolicy(ExplorePolicy):
     def _estimating(self) -> Any:
         """One proposer for every episode's estimate: its step requests follow from its
         settings and the episode only, and building one types its config (~15 ms, 184 times
-        in an A-EQA dry run)."""
+        in a 184-question dry run)."""
         return self.proposer_factory()
 
     def prompts(self, prompts_dir: str | None) -> dict[str, dict[str, object]]:
