@@ -83,8 +83,8 @@ class GuidedExplorePolicy(ExplorePolicy):
     @functools.cached_property
     def _estimating(self) -> Any:
         """One proposer for every episode's estimate: its step requests follow from its
-        settings and the episode only, and building one types its config (~15 ms, 184 times
-        in a 184-question dry run)."""
+        settings and the episode only, and building one types its config (~15 ms, once per
+        question of a dry run otherwise)."""
         return self.proposer_factory()
 
     def prompts(self, prompts_dir: str | None) -> dict[str, dict[str, object]]:
