@@ -27,7 +27,7 @@ from eqa_runner.records import (
     write_json_atomic,
 )
 from eqa_runner.scoring.aggregate import intervals_note
-from eqa_runner.scoring.base import Judge
+from eqa_runner.scoring.base import AggregateReads, Judge
 from eqa_runner.types import EpisodeRecord, UsageInfo
 
 log = logging.getLogger(__name__)
@@ -111,10 +111,10 @@ def usage_totals(records: Sequence[EpisodeRecord]) -> dict[str, Any]:
     tot: dict[str, Any] = {k: 0.0 if k == "cost_usd" else 0 for k in UsageInfo.__annotations__}
     for r in records:
         u = r["usage"]
-        for k in USAGE_COUNTS:
-            tot[k] += int(u[k] or 0)
-        if u["cost_usd"] is not None:
-            tot["cost_usd"] += float(u["cost_usd"])
+        for k in USAGE_COUNTS:  # a summary's slim record leaves out the zero counters
+            tot[k] += int(u.get(k) or 0)
+        if (cost := u.get("cost_usd")) is not None:
+            tot["cost_usd"] += float(cost)
     if tot["cost_unknown_calls"]:
         tot["cost_note"] = (
             f"{tot['cost_unknown_calls']} calls to models without a known price "
@@ -226,8 +226,8 @@ class SummaryInputs:
 def _without_steps(rec: EpisodeRecord) -> EpisodeRecord:
     """``rec`` without ``trace.steps``, the per-step log (most of a record's size; no aggregate
     reads it, judges score steps from the prediction), its keys shared with the other records
-    (each JSON line decodes its own key strings: about 40 % of a kept record), so a summary of
-    a long run holds only the small part of each record."""
+    (each JSON line decodes its own key strings: about 40 % of a kept record): what a summary
+    keeps of each record for a judge that does not declare its ``aggregate_reads``."""
     trace = rec.get("trace")
     if isinstance(trace, dict) and "steps" in trace:
         kept = {k: v for k, v in trace.items() if k != "steps"}
@@ -244,6 +244,50 @@ def _shared_keys(obj: Any) -> Any:
     return obj
 
 
+# what build_summary / usage_totals / policy_replies and clusters_of read of every record
+SUMMARY_FIELDS = frozenset({"episode_id", "status", "judge_ok", "scene"})
+SUMMARY_TRACE = frozenset({"stop_reason"})
+
+
+def _pick(d: dict[str, Any], keys: frozenset[str] | None) -> dict[str, Any]:
+    """The items of ``d`` named in ``keys`` (all when None): keys shared, short strings
+    interned (a category, a scene, a status: one object for every record)."""
+    return {sys.intern(k): _short(v) for k, v in d.items() if keys is None or k in keys}
+
+
+def _short(v: Any) -> Any:
+    return sys.intern(v) if type(v) is str and len(v) <= 64 else _shared_keys(v)
+
+
+def _is_counter(key: str, value: Any) -> bool:
+    return key.endswith(("_parsed", "_unparsable")) and isinstance(value, int)
+
+
+def slim_record(rec: EpisodeRecord, reads: AggregateReads | None) -> EpisodeRecord:
+    """What a summary keeps of ``rec``: the fields, metrics and trace keys the judge's
+    ``aggregate`` reads (``reads``; None: the record without its steps) and those the summary
+    reads itself, so a long run's summary holds a few hundred bytes per record. A part that is
+    not a dict (``error: null``) is kept as it is."""
+    if reads is None:
+        return _without_steps(rec)
+    full = cast(dict[str, Any], rec)
+    out = _pick(full, SUMMARY_FIELDS | reads.fields)
+    for part in ("metrics", "usage", "error", "trace"):
+        if part in full and not isinstance(full[part], dict):
+            out[part] = full[part]
+    if isinstance(m := full.get("metrics"), dict):
+        out["metrics"] = _pick(m, reads.metrics)
+    if isinstance(u := full.get("usage"), dict):  # usage_totals sums these: zeros add nothing
+        out["usage"] = {sys.intern(k): v for k, v in u.items() if v}
+    if isinstance(e := full.get("error"), dict):
+        out["error"] = _pick(e, frozenset({"type", "stage"}))
+    if isinstance(t := full.get("trace"), dict):
+        out["trace"] = _pick(t, SUMMARY_TRACE | reads.trace)
+        if isinstance(vlm := t.get("vlm"), dict):  # policy_replies: the reply counters
+            out["trace"]["vlm"] = {sys.intern(k): v for k, v in vlm.items() if _is_counter(k, v)}
+    return cast(EpisodeRecord, out)
+
+
 def write_summary(
     inputs: SummaryInputs,
     *,
@@ -253,7 +297,8 @@ def write_summary(
 ) -> dict[str, Any]:
     """Aggregate the final record of each selected episode into ``summary.json``."""
     cfg, judge, out_dir, ids = inputs.cfg, inputs.judge, inputs.out_dir, inputs.episode_ids
-    final = final_records(_without_steps(r) for r in iter_records(out_dir / jsonl_name))
+    reads = judge.aggregate_reads
+    final = final_records(slim_record(r, reads) for r in iter_records(out_dir / jsonl_name))
     recs = [final[i] for i in ids if i in final]
     method = str(cfg.run.get("interval", "cluster"))
     agg = judge.aggregate(recs, bootstrap_samples=int(cfg.run.bootstrap_samples),

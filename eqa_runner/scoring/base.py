@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar, TypeVar
 
 from eqa_runner import capabilities as cap
@@ -27,6 +27,21 @@ JUDGE_LLM_KEYS = tuple(
 NO_MODEL = "none"  # the judge model of a judge that calls none
 
 
+@dataclass(frozen=True)
+class AggregateReads:
+    """What a judge's :meth:`Judge.aggregate` (and what it calls: ``episode_values``,
+    ``progress_value``...) reads of a record, beyond what every summary reads itself
+    (``episode_id``, ``status``, ``judge_ok``, ``scene``, ``error``'s ``type`` / ``stage``,
+    ``usage``, ``trace.vlm`` / ``trace.stop_reason``): the top-level ``fields``, the
+    ``metrics`` (None: every metric) and the ``trace`` keys. ``summary.json`` aggregates a
+    slim record of just these (eqa_runner/run/summary.py), so a long run's summary holds a
+    few hundred bytes per record."""
+
+    fields: frozenset[str] = frozenset()
+    metrics: frozenset[str] | None = None
+    trace: frozenset[str] = frozenset()
+
+
 class Judge(Configured, ABC):
     """Scores a prediction; its LLM settings (``judge.model`` ...) are kept in ``llm_overrides``.
 
@@ -40,6 +55,8 @@ class Judge(Configured, ABC):
     headline: str = "score"
     needs_model: bool = True  # False: scores without a model (no client, no credentials checked)
     reads: ClassVar[frozenset[str]] = frozenset({cap.QUESTION})  # of the task's and policy's
+    # what aggregate() reads of a record; None: the whole record (but the per-step log)
+    aggregate_reads: ClassVar[AggregateReads | None] = None
 
     def __init__(self, config: Any = None, **overrides: Any) -> None:
         super().__init__(config, **overrides)

@@ -56,6 +56,7 @@ from eqa_runner.errors import ConfigError
 from eqa_runner.llm import LLMClient
 from eqa_runner.records import EPISODES_FILE
 from eqa_runner.scoring.aggregate import clusters_of, interval_of
+from eqa_runner.scoring.base import AggregateReads
 from eqa_runner.scoring.efficiency import path_weight
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
 
@@ -74,6 +75,13 @@ class AEQAJudge(LLMMatchJudge):
     """LLM-Match with the A-EQA path-efficiency weight (see the module docstring)."""
 
     reads = frozenset({cap.QUESTION, cap.OPEN_ANSWER, cap.REFERENCE_PATH})
+    aggregate_reads = AggregateReads(
+        fields=frozenset({"category", "subset"}),
+        metrics=frozenset({"llm_match", "llm_match_spl", "score_1to5", "has_path",
+                           "missing_prediction", "path_len", "path_len_geodesic", "path_len_xz",
+                           "reference_path_length", "weight", "steps_taken", "path_infinite",
+                           "stopped_early"}),
+    )  # fmt: skip
 
     headline = "llm_match"
 

@@ -33,7 +33,7 @@ from eqa_runner.benchmarks.express.protocol import express_prompt
 from eqa_runner.llm import OFFLINE_TAG, ImagePart, LLMClient, Message, RequestEstimate, system, user
 from eqa_runner.llm.replies import tidy_reply
 from eqa_runner.scoring.aggregate import clusters_of, interval_of
-from eqa_runner.scoring.base import Judge
+from eqa_runner.scoring.base import AggregateReads, Judge
 from eqa_runner.scoring.efficiency import path_weight
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
 
@@ -117,6 +117,12 @@ class EACJudge(Judge):
     """EXPRESS-Bench EAC judge: σ (grounding in the final frame) and δ (correctness)."""
 
     reads = frozenset({cap.QUESTION, cap.OPEN_ANSWER, cap.GOAL, cap.TRAJECTORY, cap.FINAL_FRAME})
+    aggregate_reads = AggregateReads(
+        fields=frozenset({"category", "subset"}),
+        metrics=frozenset({"c", "c_star", "path_len", "gt_geodesic", "d_t", "d_t_valid", "sigma",
+                           "delta"}),
+        trace=frozenset({"d_t", "d_t_valid", "gt_geodesic", "stopped_early"}),
+    )  # fmt: skip
 
     headline = "C"
 

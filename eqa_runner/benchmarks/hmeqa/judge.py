@@ -22,7 +22,7 @@ from eqa_runner.benchmarks.hmeqa.config import HMEQAJudgeConfig as Schema
 from eqa_runner.llm import LLMClient
 from eqa_runner.llm.choice import option_letters, parse_choice
 from eqa_runner.scoring.aggregate import breakdown, clusters_of, interval_of, mean_with_ci
-from eqa_runner.scoring.base import Judge
+from eqa_runner.scoring.base import AggregateReads, Judge
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
 
 PADDING = "(Do not choose this option)"
@@ -63,6 +63,12 @@ class HMEQAJudge(Judge):
     """Exact match against the answer letter, with upstream's per-step rules."""
 
     reads = frozenset({cap.CHOICES, cap.TRAJECTORY})
+    aggregate_reads = AggregateReads(
+        fields=frozenset({"category", "answer"}),
+        metrics=frozenset({"accuracy", "success_weighted", "success_max", "unparsable"}),
+        trace=frozenset({"answer_path", "answer_sources", "confidence_sources", "choices",
+                         "answer_rule"}),
+    )  # fmt: skip
 
     headline = "accuracy"
     needs_model = False

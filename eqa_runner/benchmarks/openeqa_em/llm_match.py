@@ -13,7 +13,7 @@ from eqa_runner.llm import OFFLINE_TAG, LLMClient, RequestEstimate, user
 from eqa_runner.llm.replies import tidy_reply
 from eqa_runner.prompts import load_prompt, shipped_dir
 from eqa_runner.scoring.aggregate import breakdown, clusters_of, interval_of
-from eqa_runner.scoring.base import Judge
+from eqa_runner.scoring.base import AggregateReads, Judge
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
 
 PROMPTS = shipped_dir(__file__)  # the prompt files shipped in this package
@@ -78,6 +78,9 @@ class LLMMatchJudge(Judge):
     """OpenEQA's LLM-Match with the extra-answers prompt variant and tolerant parsing."""
 
     reads = frozenset({cap.QUESTION, cap.OPEN_ANSWER})
+    aggregate_reads = AggregateReads(
+        fields=frozenset({"category", "subset"}), metrics=frozenset({"llm_match", "score_1to5"})
+    )
 
     headline = "llm_match"
 

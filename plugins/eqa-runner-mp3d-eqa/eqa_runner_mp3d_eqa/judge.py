@@ -17,7 +17,7 @@ from typing import Any
 from eqa_runner import capabilities as cap
 from eqa_runner.llm import LLMClient
 from eqa_runner.scoring.aggregate import breakdown, clusters_of, interval_of
-from eqa_runner.scoring.base import Judge
+from eqa_runner.scoring.base import AggregateReads, Judge
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
 from eqa_runner_mp3d_eqa.config import MP3DEQAJudgeConfig as Schema
 from eqa_runner_mp3d_eqa.episodes import Vocab
@@ -32,6 +32,10 @@ class MP3DEQAJudge(Judge):
     headline = "accuracy"
     needs_model = False
     reads = frozenset({cap.QUESTION, cap.GOAL, cap.TRAJECTORY})
+    aggregate_reads = AggregateReads(
+        fields=frozenset({"category"}),
+        metrics=frozenset({"accuracy", "nav_valid", "out_of_vocab", *DISTANCES}),
+    )
 
     config_class = Schema
     config: Schema
