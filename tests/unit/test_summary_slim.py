@@ -68,7 +68,10 @@ def _variants(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [a, b, c]
 
 
-@pytest.mark.parametrize("bench", sorted(CASES))
+@pytest.mark.parametrize(  # OpenEQA (no simulator) in the fast subset, the rest slow
+    "bench",
+    [b if b == "openeqa_em" else pytest.param(b, marks=pytest.mark.slow) for b in sorted(CASES)],
+)
 def test_summary_from_slim_records_equals_the_one_from_full_records(
     bench: str, tmp_path: Path, compose_cfg: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
