@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from eqa_runner.errors import ReportError, UserError
+from eqa_runner.records import gc_paused
 from eqa_runner.report.compare import (
     compare_table,
     paired_csv,
@@ -119,7 +120,11 @@ def main(argv: list[str] | None = None) -> int:
 
     install()
     try:
-        return _report(args)
+        # a report builds trees of plain values (freed by reference counting); the collector's
+        # passes over a sweep's records, triggered again and again as they pile up, were a fifth
+        # of a sweep report's CPU (docs/benchmarks.md, issue 27); cycles are collected after
+        with gc_paused():
+            return _report(args)
     except UserError as e:  # ReportError, and a bad imported file or override (--import)
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -158,6 +163,9 @@ def _report(args: argparse.Namespace) -> int:
         return _judges(args, originals)
     if args.power:
         return _power(args, originals)
+    if args.html:  # the episode table's rows come from the records the numbers read
+        for r in runs:
+            r.keep_head = args.max_episodes
     if args.interval:
         for r in runs:
             reinterval(r, args.interval, samples=args.samples, seed=args.seed)

@@ -68,8 +68,10 @@ def run_scores(run: Run, records: list[EpisodeRecord] | None = None) -> Scores |
         return None
     values = judge_for(run.config).episode_values(recs)
     # kept without their traces: a sweep's records with traces do not fit in memory at once
-    slim = [cast(EpisodeRecord, {k: v for k, v in r.items() if k != "trace"}) for r in recs]
-    return Scores(values, clusters_of(recs), slim)
+    slim: list[dict[str, Any]] = [dict(r) for r in recs]
+    for s in slim:
+        s.pop("trace", None)
+    return Scores(values, clusters_of(recs), cast(list[EpisodeRecord], slim))
 
 
 def _scores_or_none(run: Run) -> Scores | None:

@@ -192,11 +192,17 @@ def _row(rec: EpisodeRecord, run_dir: Path, ep_dir: Path | None, thumbs: Thumbs)
 
 def episode_section(run: Run, thumbs: Thumbs, max_episodes: int) -> Section:
     ep_dir = _episodes_dir(run)
-    recs: list[tuple[EpisodeRecord, Path]] = []
-    for d in run.dirs or [run.path]:
-        recs += [(r, d) for r in load_records([d], run.records_file)]
+    dirs = run.dirs or [run.path]
+    if len(dirs) == 1 and run.head and len(run.head[0]) >= min(max_episodes, run.head[1]):
+        head, total = run.head  # what records() read (one dir: the same records)
+        recs = [(r, dirs[0]) for r in head]
+    else:
+        recs = []
+        for d in dirs:
+            recs += [(r, d) for r in load_records([d], run.records_file)]
+        total = len(recs)
     rows = [_row(rec, d, ep_dir, thumbs) for rec, d in recs[:max_episodes]]
-    return Section(run.label, rows, max(0, len(recs) - max_episodes))
+    return Section(run.label, rows, max(0, total - max_episodes))
 
 
 def _notes(runs: list[Run]) -> list[str]:

@@ -6,6 +6,7 @@ pooled and re-aggregated with the run's own judge, exactly as the runner aggrega
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable
@@ -33,11 +34,18 @@ class Run:
     short: str = ""  # the differing config values, when several runs are reported
     label_suffix: str = ""  # " [rejudged: <tag>]" for a rejudged summary's row
     records_file: str = EPISODES_FILE  # a rejudged row: episodes.rejudged-<tag>.jsonl
+    # records() keeps its first ``keep_head`` records (and their count) in ``head``, so the
+    # HTML episode table does not read a sweep's files a second time
+    keep_head: int = 0
+    head: tuple[list[EpisodeRecord], int] | None = field(default=None, repr=False)
 
     def records(self) -> list[EpisodeRecord]:
         """One final record per episode over all the run's dirs (shards): the row's own
         records (a rejudged row's are the rejudged ones, for every figure of the row)."""
-        return load_records(self.dirs or [self.path], self.records_file)
+        recs = load_records(self.dirs or [self.path], self.records_file)
+        if self.keep_head:
+            self.head = (recs[: self.keep_head], len(recs))
+        return recs
 
     def section(self, name: str) -> dict[str, Any]:
         """A config group's node (``{}`` when the run's config has none)."""
@@ -92,6 +100,44 @@ def find_run_dirs(paths: list[Path]) -> list[Path]:
     return out
 
 
+def load_yaml(path: Path) -> Any:
+    """A YAML file read as ``OmegaConf.load`` reads it (its loader's float and duplicate-key
+    rules), on LibYAML's parser when PyYAML has it: a sweep's ``.hydra`` files were a quarter
+    of a sweep report's time with the pure-Python parser (docs/benchmarks.md, issue 27)."""
+    import yaml
+
+    with open(path, encoding="utf-8") as fh:
+        return yaml.load(fh, Loader=_yaml_loader())
+
+
+@functools.cache
+def _yaml_loader() -> Any:
+    import yaml
+    from omegaconf._utils import get_yaml_loader
+
+    slow = get_yaml_loader()
+    if not getattr(yaml, "__with_libyaml__", False):
+        return slow
+
+    class FastLoader(yaml.CSafeLoader):
+        yaml_implicit_resolvers = slow.yaml_implicit_resolvers
+
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            keys = set()
+            for key_node, _ in node.value:
+                if key_node.tag != yaml.resolver.BaseResolver.DEFAULT_SCALAR_TAG:
+                    continue
+                if key_node.value in keys:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark,
+                        f"found duplicate key {key_node.value}", key_node.start_mark,
+                    )  # fmt: skip
+                keys.add(key_node.value)
+            return super().construct_mapping(node, deep=deep)
+
+    return FastLoader
+
+
 def load_config(run_dir: Path, summary: dict[str, Any] | None) -> dict[str, Any]:
     """The run's recorded config: ``.hydra/config.yaml`` with the fingerprinted result keys of
     ``provenance.json`` laid over it (resolved if possible), else the summary's."""
@@ -103,7 +149,8 @@ def load_config(run_dir: Path, summary: dict[str, Any] | None) -> dict[str, Any]
         from eqa_runner.run.provenance import read_provenance
 
         register_configs()
-        cfg = OmegaConf.load(cfg_file)
+        data = load_yaml(cfg_file)
+        cfg = OmegaConf.create(data) if data is not None else OmegaConf.create()
         OmegaConf.set_struct(cfg, False)
         try:
             prov = read_provenance(run_dir) or {}
@@ -125,9 +172,7 @@ def load_choices(run_dir: Path, config: dict[str, Any]) -> dict[str, str]:
     """Group choices (``policy: single``) from ``.hydra/hydra.yaml``, else ``<group>.name``."""
     hy = run_dir / ".hydra" / "hydra.yaml"
     if hy.is_file():
-        from omegaconf import OmegaConf
-
-        choices = OmegaConf.load(hy).hydra.runtime.get("choices") or {}
+        choices = ((load_yaml(hy) or {})["hydra"]["runtime"]).get("choices") or {}
         return {str(k): str(v) for k, v in choices.items() if str(k) in GROUPS}
     out = {}
     for g in GROUPS:
