@@ -3,9 +3,10 @@ succeeds or the failure is final.
 
 An attempt's failure is classified once (:func:`~eqa_runner.llm.transport.outcome_of`): a 429
 tells the gate (an :class:`~eqa_runner.llm.adaptive.AdaptiveLimit` lowers its limit and honours
-``Retry-After``), a retryable error waits ``Retry-After`` or a jittered exponential backoff, any
-other error (or the last retry) ends the request as one :class:`LLMError` naming the model, its
-role and the retries made. A cancelled request (the episode's timeout) accounts the requests it
+``Retry-After``), a retryable error waits ``Retry-After`` (plus up to half the backoff, so
+calls refused together do not retry together) or a jittered exponential backoff, any other
+error (or the last retry) ends the request as one :class:`LLMError` naming the model, its role
+and the retries made. A cancelled request (the episode's timeout) accounts the requests it
 made and re-raises.
 """
 
@@ -86,7 +87,9 @@ class RetryLoop:
                 f"{self.cfg.model} ({self.role}) failed after {retries} retries: "
                 f"{error_name(exc)}: {short(exc)}"
             ) from exc
+        backoff = min(self.cfg.backoff_max_s, self.cfg.backoff_base_s * 2**retries)
         if wait is None:
-            wait = min(self.cfg.backoff_max_s, self.cfg.backoff_base_s * 2**retries)
-            wait *= 0.5 + self.rng.random() / 2
+            wait = backoff * (0.5 + self.rng.random() / 2)
+        else:  # at least Retry-After, jittered: the calls refused together do not retry together
+            wait += backoff * self.rng.random() / 2
         return min(wait, self.cfg.backoff_max_s)
