@@ -1,7 +1,7 @@
-"""Why ``snap_point`` heights differ between the backends on stairs and terrain (issue 23):
-each backend's snapped height against the true surface under it (a downward ray on the mesh),
-and the mesh/habitat difference, with habitat-sim's detail-mesh settings at their defaults and
-finer. Needs habitat-sim (the habitat-cpu chroot); prints numbers only.
+"""Why ``snap_point`` heights differ between the backends on stairs, terrain and a scan's bumpy
+floor (issue 23): each backend's snapped height against the true surface under it (a downward ray
+on the mesh), and the mesh/habitat difference, with habitat-sim's detail-mesh settings at their
+defaults and finer. Needs habitat-sim (the habitat-cpu chroot); prints numbers only.
 
     bash ../shared/habitat-cpu/run.sh /opt/habitat-cpu --bind "$PWD:/project" -- \\
         python /project/bench/snap_height.py [--points 200]
@@ -111,6 +111,7 @@ def main() -> None:
         write_ply(ply, terrain.vertices, terrain.triangles, terrain.vertex_colors)
         scene("DemoHouse2F (stairs)", glb, args.points)
         scene("stage_floor1 (terrain)", ply, args.points)
+        scene("hololens_room (scan)", ROOT / "tests/data/scenes/hololens_room.ply", args.points)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""A short ``policy=fbe`` EXPRESS run on the scenes the project did not write (issue 23 item 5):
+"""A short ``policy=fbe`` EXPRESS run on the scenes the project did not write (issue 23 item 5;
+habitat-sim's two test stages and the HoloLens room scan, ``tests/data/scenes``):
 every episode ends with a finite distance to its goal, on ``sim=mesh`` and on the real
 habitat-sim (marker ``habitat``; CI runs it in the habitat-cpu chroot).
 
@@ -26,6 +27,11 @@ pytestmark = [pytest.mark.habitat, pytest.mark.slow]
 
 SCENES = Path(__file__).resolve().parents[1] / "data" / "scenes"
 EPISODES = 4
+OUTSIDE = ["SimpleRoom", "StageFloor1", "HoloLensRoom"]
+COPIED = {
+    "SimpleRoom": (SCENES / "simple_room.glb", "00900-SimpleRoom"),
+    "HoloLensRoom": (SCENES / "hololens_room.ply", "00902-HoloLensRoom"),
+}
 
 
 def _scene_file(root: Path, name: str) -> Path:
@@ -33,10 +39,11 @@ def _scene_file(root: Path, name: str) -> Path:
     from eqa_runner.demo.mesh_files import write_ply
     from eqa_runner.sim.mesh_io import load_mesh_file
 
-    if name == "SimpleRoom":  # z up, as both backends read a .glb
-        dst = root / "scenes" / "val" / "00900-SimpleRoom" / "SimpleRoom.glb"
+    if name in COPIED:  # as is: simple_room.glb z up (a .glb), the scan y up (a .ply)
+        src, dir_name = COPIED[name]
+        dst = root / "scenes" / "val" / dir_name / f"{name}{src.suffix}"
         dst.parent.mkdir(parents=True)
-        shutil.copyfile(SCENES / "simple_room.glb", dst)
+        shutil.copyfile(src, dst)
         return dst
     terrain = load_mesh_file(SCENES / "stage_floor1.glb", up_axis="y")  # y up: as a .ply
     dst = root / "scenes" / "val" / "00901-StageFloor1" / "StageFloor1.ply"
@@ -86,7 +93,7 @@ def _episodes(path: Path, scene_id: str) -> list[dict]:
 def outside(tmp_path_factory) -> dict[str, Path]:
     """scene name -> an EXPRESS data dir holding that one scene and its episodes."""
     out = {}
-    for name in ("SimpleRoom", "StageFloor1"):
+    for name in OUTSIDE:
         root = tmp_path_factory.mktemp(name)
         path = _scene_file(root, name)
         eps = _episodes(path, f"hm3d/val/{path.parent.name}")
@@ -95,7 +102,7 @@ def outside(tmp_path_factory) -> dict[str, Path]:
     return out
 
 
-@pytest.mark.parametrize("scene", ["SimpleRoom", "StageFloor1"])
+@pytest.mark.parametrize("scene", OUTSIDE)
 @pytest.mark.parametrize("backend", ["mesh", "habitat"])
 def test_fbe_reaches_a_finite_goal_distance_on_outside_scenes(
     compose_cfg, tmp_path, outside, scene, backend
