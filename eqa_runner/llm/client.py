@@ -66,6 +66,8 @@ __all__ = ["DirectCallError", "LLMClient", "endpoint_stats", "endpoint_summary",
 
 log = logging.getLogger(__name__)
 
+COST_MEMO_SIZE = 4096  # litellm prices per (prompt, completion) token counts, kept per client
+
 
 class LLMClient:
     """Calls one model for one role (``policy``, ``judge``, ``stop``)."""
@@ -101,6 +103,7 @@ class LLMClient:
         self._wire_memo: dict[str, dict[str, Any]] = {}
         self._dummy_key: bool | None = None
         self._unpriced = False
+        self._costs: dict[tuple[int, int], float] = {}  # (prompt, completion tokens) -> USD
         self._direct: bool | None = None
         # the most calls in flight: llm.max_concurrent_calls, and the run's run.workers
         self.ceiling = min(int(cfg.max_concurrent_calls), int(ceiling or cfg.max_concurrent_calls))
@@ -417,6 +420,9 @@ class LLMClient:
             return (explicit[0] * prompt_tokens + explicit[1] * completion_tokens) / 1e6
         if self._unpriced:
             return None
+        key = (prompt_tokens, completion_tokens)
+        if key in self._costs:  # litellm's lookup is ~1 ms of CPU per reply
+            return self._costs[key]
         try:
             p, c = load_litellm().cost_per_token(
                 model=self.cfg.model, prompt_tokens=prompt_tokens,
@@ -425,4 +431,7 @@ class LLMClient:
         except Exception:  # noqa: BLE001 - not in the cost map
             self._unpriced = True
             return None
-        return float(p) + float(c)
+        if len(self._costs) >= COST_MEMO_SIZE:
+            self._costs.clear()
+        self._costs[key] = cost = float(p) + float(c)
+        return cost

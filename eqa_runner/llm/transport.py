@@ -6,12 +6,13 @@ Used by :class:`~eqa_runner.llm.client.LLMClient`; nothing here knows about conf
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, cast
 
 from eqa_runner.llm.adaptive import ERROR, RATE_LIMITED, TIMEOUT, Ticket
 from eqa_runner.llm.errors import short
@@ -77,17 +78,38 @@ def _http_session() -> Any:
     if session is None:
         import aiohttp
 
+        # trust_env=False: with it aiohttp hands every request to a thread twice (a ~/.netrc
+        # read and a proxy look-up); the proxy is looked up once per origin (_proxy_for)
         session = _SESSIONS[loop] = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0, ssl=_ssl_context()),
-            trust_env=True,  # HTTP(S)_PROXY / NO_PROXY, as httpx and litellm honour them
+            connector=aiohttp.TCPConnector(limit=0, ssl=_ssl_context()), trust_env=False
         )
         holder = _close_with_loop(loop, session)
         loop.create_task(holder.__anext__())  # parked at its yield until loop shutdown
         _HOLDERS[loop] = holder
+        _PROXIES[loop] = {}
     return session
 
 
 _HOLDERS: dict[asyncio.AbstractEventLoop, Any] = {}
+_PROXIES: dict[asyncio.AbstractEventLoop, dict[tuple[str, str, int | None], Any]] = {}
+
+
+def _proxy_for(url: str) -> tuple[Any, Any]:
+    """(proxy URL, proxy auth) for ``url`` from HTTP(S)_PROXY / NO_PROXY, as httpx and litellm
+    honour them ((None, None): direct); read once per origin and event loop (httpx reads them
+    once per client)."""
+    from aiohttp.helpers import get_env_proxy_for_url
+    from yarl import URL
+
+    u = URL(url)
+    per_loop = _PROXIES.setdefault(asyncio.get_running_loop(), {})
+    key = (u.scheme, u.host or "", u.port)
+    if key not in per_loop:
+        try:
+            per_loop[key] = get_env_proxy_for_url(u)
+        except LookupError:  # none set, or NO_PROXY covers the host
+            per_loop[key] = (None, None)
+    return cast(tuple[Any, Any], per_loop[key])
 
 
 async def _close_with_loop(loop: asyncio.AbstractEventLoop, session: Any) -> Any:
@@ -98,13 +120,13 @@ async def _close_with_loop(loop: asyncio.AbstractEventLoop, session: Any) -> Any
     finally:
         _SESSIONS.pop(loop, None)
         _HOLDERS.pop(loop, None)
+        _PROXIES.pop(loop, None)
         await session.close()
 
 
 def _ssl_context() -> Any:
-    """Verified TLS with the CA bundle httpx and litellm use (``SSL_CERT_FILE``, else certifi)."""
-    import ssl
-
+    """Verified TLS with the CA bundle httpx and litellm use (``SSL_CERT_FILE``, else certifi);
+    one context per bundle for the process (loading a bundle is ~50 ms of CPU, once per run)."""
     cafile = os.environ.get("SSL_CERT_FILE")
     if not cafile:
         try:
@@ -113,6 +135,13 @@ def _ssl_context() -> Any:
             cafile = certifi.where()
         except ImportError:
             cafile = None
+    return _ssl_context_for(cafile)
+
+
+@functools.lru_cache(maxsize=4)
+def _ssl_context_for(cafile: str | None) -> Any:
+    import ssl
+
     return ssl.create_default_context(cafile=cafile)
 
 
@@ -207,10 +236,13 @@ async def direct_post(
     """One direct HTTP attempt: the reply's JSON, or a :class:`DirectCallError`."""
     import aiohttp
 
+    session = _http_session()
+    proxy, proxy_auth = _proxy_for(url)
     try:
-        async with _http_session().post(
-            url, data=data, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout)
-        ) as r:
+        async with session.post(
+            url, data=data, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout),
+            proxy=proxy, proxy_auth=proxy_auth,
+        ) as r:  # fmt: skip
             raw = await r.read()
             st, reply_headers = r.status, r.headers
     except asyncio.TimeoutError as e:
