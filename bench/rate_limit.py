@@ -9,7 +9,7 @@ The time the limit allows is ``(calls - burst) / rps``; target: adaptive within 
 few 429s, where fixed is slower or fails calls.
 
     .venv/bin/python bench/rate_limit.py [--rps 20] [--burst 5] [--latency 0.2] [--calls 300]
-        [--ceiling 64] [--max-retries 6]
+        [--ceiling 64] [--max-retries 6] [--modes adaptive fixed] [--slow-start-step 1]
 """
 
 from __future__ import annotations
@@ -102,11 +102,18 @@ def main() -> None:
         metavar=("INCREASE", "DECREASE"),
         help="override the client's AIMD constants (experiments)",
     )
+    ap.add_argument(
+        "--slow-start-step",
+        type=float,
+        help="override the client's slow-start growth per success (experiments)",
+    )
     args = ap.parse_args()
-    if args.aimd:
-        from eqa_runner.llm import client as client_mod
+    from eqa_runner.llm import client as client_mod
 
+    if args.aimd:
         client_mod.ADAPTIVE_INCREASE, client_mod.ADAPTIVE_DECREASE = args.aimd
+    if args.slow_start_step is not None:
+        client_mod.ADAPTIVE_SLOW_START_STEP = args.slow_start_step
     from eqa_runner.llm import load_litellm
 
     load_litellm()  # import once, outside the timings

@@ -14,12 +14,14 @@ adaptive run with ``llm.direct_http=false`` (every call through litellm) and pla
 
     .venv/bin/python bench/run_loop.py [--episodes 200] [--latency 0.2] [--workers 1 4 16 64]
         [--concurrency fixed adaptive] [--baselines] [--server-cpu 1 --runner-cpu 0]
-        [--models POLICY JUDGE] [--repeat 1]
+        [--slow-start-step 1] [--models POLICY JUDGE] [--repeat 1]
 
 ``--server-cpu`` / ``--runner-cpu`` pin the test server's process and this one to a core each,
-so that their threads do not compete for one. The models default to the shipped judge's pinned
-snapshot (``openai/gpt-4o-2024-08-06``) for both roles, served by the local test server through
-``api_base``: litellm's cost map prices every call.
+so that their threads do not compete for one. ``--slow-start-step`` (experiments) sets the
+limit's growth per success during the slow start (the client's ``ADAPTIVE_SLOW_START_STEP``).
+The models default to the shipped judge's pinned snapshot (``openai/gpt-4o-2024-08-06``) for
+both roles, served by the local test server through ``api_base``: litellm's cost map prices
+every call.
 """
 
 from __future__ import annotations
@@ -135,9 +137,18 @@ def slow_start_wall(episodes: int, workers: int, latency: float, grow: float | N
 
 def slow_start_growth() -> float:
     """The client's limit growth per successful call during slow start."""
-    from eqa_runner.llm import transport
+    from eqa_runner.llm import client
 
-    return float(getattr(transport, "ADAPTIVE_SLOW_START_STEP", 1.0))
+    return float(getattr(client, "ADAPTIVE_SLOW_START_STEP", 1.0))
+
+
+def set_slow_start_step(step: float) -> None:
+    """Experiments: the client's slow-start step (1 doubles the limit per round, 2 triples)."""
+    from eqa_runner.llm import client
+
+    if not hasattr(client, "ADAPTIVE_SLOW_START_STEP"):
+        raise SystemExit("--slow-start-step: this checkout's client has no such setting")
+    client.ADAPTIVE_SLOW_START_STEP = step
 
 
 def measure(args: argparse.Namespace, url: str, data: Path, tmp: Path) -> list[dict]:
@@ -212,6 +223,7 @@ def parse_args() -> argparse.Namespace:
         action="store_true",
         help="also the litellm path and plain litellm threads (adaptive rows)",
     )
+    ap.add_argument("--slow-start-step", type=float, help="experiments: growth per success")
     ap.add_argument("--server-cpu", type=int, help="pin the test server to this core")
     ap.add_argument("--runner-cpu", type=int, help="pin this process to this core")
     ap.add_argument("--repeat", type=int, default=1, help="rounds over the worker counts")
@@ -229,6 +241,8 @@ def main() -> None:
     args = parse_args()
     if args.runner_cpu is not None:
         os.sched_setaffinity(0, {args.runner_cpu})
+    if args.slow_start_step is not None:
+        set_slow_start_step(args.slow_start_step)
     sys.path.insert(0, str(ROOT))
     from tests.helpers.datasets import make_openeqa_dataset
 

@@ -5,8 +5,8 @@ raises the limit by ``increase / limit`` (about +1 per round of ``limit`` calls)
 reply (429) or a timeout multiplies it by ``decrease``, once per congestion event (calls that
 started before the last decrease do not decrease it again). A ``Retry-After`` pauses new calls
 to that endpoint until it has passed. ``ceiling`` (``run.workers``-bounded) is never exceeded.
-With ``slow_start`` the limit first doubles every round (+1 per success, as TCP's slow start)
-until the first decrease, then grows additively.
+With ``slow_start`` the limit first doubles every round (+``slow_start_step`` = 1 per success,
+as TCP's slow start; 2 triples it) until the first decrease, then grows additively.
 
 One :class:`AdaptiveLimit` per endpoint (provider or ``api_base``, and model) per event loop:
 :func:`limit_for`.
@@ -45,6 +45,7 @@ class AdaptiveLimit:
         decrease: float = 0.5,
         minimum: float = 1.0,
         slow_start: bool = False,
+        slow_start_step: float = 1.0,
     ) -> None:
         if ceiling < 1:
             raise ValueError(f"ceiling must be >= 1, got {ceiling}")
@@ -55,6 +56,7 @@ class AdaptiveLimit:
         self.limit = min(float(self.ceiling), max(self.minimum, float(initial)))
         self.increase, self.decrease = float(increase), float(decrease)
         self.slow_start = bool(slow_start)
+        self.slow_start_step = float(slow_start_step)
         self.in_flight = 0
         self.epoch = 0
         self.paused_until = 0.0
@@ -88,7 +90,8 @@ class AdaptiveLimit:
             self.in_flight -= 1
             self.stats[outcome] = self.stats.get(outcome, 0) + 1
             if outcome == OK:
-                step = 1.0 if self.slow_start and self.epoch == 0 else self.increase / self.limit
+                slow = self.slow_start and self.epoch == 0
+                step = self.slow_start_step if slow else self.increase / self.limit
                 self.limit = min(float(self.ceiling), self.limit + step)
             elif outcome in (RATE_LIMITED, TIMEOUT) and ticket.epoch == self.epoch:
                 self.limit = max(self.minimum, self.limit * self.decrease)

@@ -48,6 +48,7 @@ from eqa_runner.llm.transport import (
     ADAPTIVE_DECREASE,
     ADAPTIVE_INCREASE,
     ADAPTIVE_INITIAL,
+    ADAPTIVE_SLOW_START_STEP,
     PROVIDER_IMAGE_LIMITS,
     DirectCallError,
     FixedGate,
@@ -131,7 +132,7 @@ class LLMClient:
             return FixedGate(limiter(self.ceiling))
         return limit_for(self.endpoint, self.cfg.model, self.ceiling, initial=ADAPTIVE_INITIAL,
                          increase=ADAPTIVE_INCREASE, decrease=ADAPTIVE_DECREASE,
-                         slow_start=True)  # fmt: skip
+                         slow_start=True, slow_start_step=ADAPTIVE_SLOW_START_STEP)  # fmt: skip
 
     @property
     def model(self) -> str:

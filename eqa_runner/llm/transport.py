@@ -24,6 +24,7 @@ from eqa_runner.llm.loader import load_litellm
 ADAPTIVE_DECREASE = 0.7
 ADAPTIVE_INCREASE = 0.25
 ADAPTIVE_INITIAL = 8  # then doubling per round (slow start) up to the ceiling until a 429
+ADAPTIVE_SLOW_START_STEP = 1.0  # limit + this per success in slow start: x2 per round
 
 # Per-provider request limits checked before sending: (max images, max bytes per image).
 PROVIDER_IMAGE_LIMITS: dict[str, tuple[int, int]] = {

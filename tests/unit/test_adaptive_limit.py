@@ -96,3 +96,18 @@ def test_bad_settings_refused():
         AdaptiveLimit(0)
     with pytest.raises(ValueError, match="decrease"):
         AdaptiveLimit(4, decrease=1.5)
+
+
+def test_slow_start_step_sets_the_growth_per_round_until_the_first_decrease():
+    async def main():
+        lim = AdaptiveLimit(64, initial=8, slow_start=True, slow_start_step=2.0)
+        tickets = [await lim.acquire() for _ in range(8)]
+        for t in tickets:  # a round of 8 successes, +2 each: x3 per round
+            await lim.release(t, OK)
+        assert lim.limit == 24.0
+        await lim.release(await lim.acquire(), RATE_LIMITED)  # the slow start ends
+        after = lim.limit
+        await lim.release(await lim.acquire(), OK)
+        assert after == pytest.approx(24.0 * 0.5) and lim.limit == pytest.approx(after + 1 / after)
+
+    run(main())
