@@ -4,12 +4,15 @@ Reports wall time over the ideal ``episodes x calls x latency / workers`` for se
 counts (targets: <= 1.10 at 16 workers, <= 1.35 at 64), once per ``--concurrency`` mode:
 ``fixed`` (up to ``run.workers`` calls in flight from the first: what the runner itself costs)
 and ``adaptive`` (the default: the limiter's slow start from ``ADAPTIVE_INITIAL`` calls, on
-purpose). ``cpu s`` is this process's CPU time over the run (all threads: the runner alone, the
-server is another process). ``floor`` is the ratio two calls in series per episode cannot beat
-(``ceil(episodes / workers)`` rounds of 2 calls); ``slow-start floor`` the ratio an adaptive run
-cannot beat: the same episodes through a simulated limiter (zero CPU, every call exactly
-``--latency``) that grows as the client's does. Same-run baselines with ``--baselines``: the
-adaptive run with ``llm.direct_http=false`` (every call through litellm) and plain litellm
+purpose). ``cpu s`` is this process's CPU time over the run (all threads: the runner alone,
+the server is another process); ``episodes`` the ratio of the episodes alone (first start to
+last record: the run without its set-up and summary); ``bare`` the ratio of the same calls made
+by a bare aiohttp client (the server's, the network's and aiohttp's share). ``floor`` is the
+ratio two calls in series per episode cannot beat (``ceil(episodes / workers)`` rounds of 2
+calls) for ``fixed``, and for ``adaptive`` the ratio the slow start cannot beat: the same
+episodes through a simulated limiter (zero CPU, every call exactly ``--latency``) that grows as
+the client's does. Same-run baselines with ``--baselines``: the adaptive run with
+``llm.direct_http=false`` (every call through litellm) and plain litellm
 ``completion`` calls from a thread pool.
 
     .venv/bin/python bench/run_loop.py [--episodes 200] [--latency 0.2] [--workers 1 4 16 64]
@@ -27,7 +30,9 @@ every call.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import heapq
+import json
 import math
 import os
 import statistics
@@ -37,6 +42,7 @@ import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -82,6 +88,53 @@ def run_once(
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     assert res["counts"]["ok"] == res["counts"]["selected"], res["counts"]
     return wall, cpu
+
+
+EPISODES_S: list[float] = []  # the wall time of each run's episodes (first start to last record)
+
+
+def time_episodes() -> None:
+    """Time the run loop's episodes apart from its set-up and summary (wraps ``execute``)."""
+    from eqa_runner.run import loop
+
+    execute = loop.execute
+
+    async def timed(*a: Any, **kw: Any) -> None:
+        t0 = time.perf_counter()
+        try:
+            await execute(*a, **kw)
+        finally:
+            EPISODES_S.append(time.perf_counter() - t0)
+
+    loop.execute = timed
+
+
+def bare_client(url: str, episodes: int, workers: int) -> float:
+    """The same calls without the runner: ``workers`` episodes at a time, each two chat POSTs in
+    series from one aiohttp session (what the server, the network and aiohttp cost)."""
+    import aiohttp
+
+    async def main() -> float:
+        sem = asyncio.Semaphore(workers)
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+
+            async def call(text: str) -> None:
+                body = {"model": "gpt-4o-2024-08-06", "max_tokens": 32,
+                        "messages": [{"role": "user", "content": text}]}  # fmt: skip
+                async with session.post(f"{url}/chat/completions", json=body) as r:
+                    json.loads(await r.read())
+
+            async def episode(i: int) -> None:
+                async with sem:
+                    for k in range(CALLS_PER_EPISODE):
+                        await call(f"Q: question {i} ({k})")
+
+            await asyncio.gather(*(episode(i) for i in range(min(workers, episodes))))  # warm
+            t0 = time.perf_counter()
+            await asyncio.gather(*(episode(i) for i in range(episodes)))
+            return time.perf_counter() - t0
+
+    return asyncio.run(main())
 
 
 def plain_litellm(url: str, calls: int, workers: int, model: str) -> float:
@@ -161,7 +214,9 @@ def measure(args: argparse.Namespace, url: str, data: Path, tmp: Path) -> list[d
                 extra = [f"llm.concurrency={mode}"]  # the judge inherits it
                 wall, cpu = run_once(url, data, out, w, args.models, *extra)
                 row = {"workers": w, "mode": mode, "wall": wall, "cpu": cpu,
-                       "load": os.getloadavg()[0]}  # fmt: skip
+                       "episodes": EPISODES_S[-1], "load": os.getloadavg()[0]}  # fmt: skip
+                if mode == args.concurrency[-1]:
+                    row["bare"] = bare_client(url, args.episodes, w)
                 if args.baselines and mode == "adaptive":
                     row["litellm"] = run_once(
                         url,
@@ -184,9 +239,11 @@ def format_row(args: argparse.Namespace, row: dict) -> str:
     ideal = args.episodes * CALLS_PER_EPISODE * args.latency / w
     grow = None if row["mode"] == "fixed" else slow_start_growth()
     floor = slow_start_wall(args.episodes, w, args.latency, grow) / ideal
+    bare = f"{row['bare'] / ideal:5.2f}" if "bare" in row else f"{'':5}"
     line = (
-        f"{row['mode']:>8} {w:7d} {ideal:7.2f} {floor:5.2f} | {row['wall']:6.2f} "
-        f"{row['wall'] / ideal:5.2f} {row['cpu']:5.2f} | {row['load']:4.1f}"
+        f"{row['mode']:>8} {w:7d} {ideal:7.2f} {floor:5.2f} {bare} | {row['wall']:6.2f} "
+        f"{row['wall'] / ideal:5.2f} {row['episodes'] / ideal:8.2f} {row['cpu']:5.2f} | "
+        f"{row['load']:4.1f}"
     )
     if "litellm" in row:
         p = row["plain"]
@@ -202,8 +259,11 @@ def medians(args: argparse.Namespace, rows: list[dict]) -> None:
         for mode in args.concurrency:
             mine = [r for r in rows if r["workers"] == w and r["mode"] == mode]
             wall = statistics.median(r["wall"] for r in mine)
+            eps = statistics.median(r["episodes"] for r in mine)
             cpu = statistics.median(r["cpu"] for r in mine)
-            print(f"{mode:>8} {w:7d}  ratio {wall / ideal:5.2f}  cpu s {cpu:5.2f}")
+            bare = [r["bare"] for r in rows if r["workers"] == w and "bare" in r]
+            print(f"{mode:>8} {w:7d}  ratio {wall / ideal:5.2f}  episodes {eps / ideal:5.2f}  "
+                  f"cpu s {cpu:5.2f}  bare {statistics.median(bare) / ideal:5.2f}")  # fmt: skip
 
 
 def parse_args() -> argparse.Namespace:
@@ -263,6 +323,7 @@ def main() -> None:
         from eqa_runner.llm import load_litellm
 
         load_litellm()  # import once, outside the timings
+        time_episodes()
         run_once(url, data, Path(tmp) / "warm", 16, args.models)  # warm-up (first calls)
         pins = f", server on core {args.server_cpu}, runner on core {args.runner_cpu}"
         print(
@@ -271,14 +332,16 @@ def main() -> None:
             f"{pins if args.server_cpu is not None else ''}, models {' / '.join(args.models)}, "
             f"load avg {os.getloadavg()[0]:.1f}"
         )
-        head = f"{'mode':>8} {'workers':>7} {'ideal s':>7} {'floor':>5} | {'wall s':>6} " \
-               f"{'ratio':>5} {'cpu s':>5} | load"  # fmt: skip
+        head = f"{'mode':>8} {'workers':>7} {'ideal s':>7} {'floor':>5} {'bare':>5} | " \
+               f"{'wall s':>6} {'ratio':>5} {'episodes':>8} {'cpu s':>5} | load"  # fmt: skip
         if args.baselines:
             head += f" | {'litellm s':>9} {'ratio':>5} | {'plain s':>7} {'ratio':>5}"
         print(head)
         rows = measure(args, url, data, Path(tmp))
     medians(args, rows)
     print("floor: fixed = ceil(episodes / workers) rounds of 2 calls; adaptive = the slow start")
+    print("bare: the same calls from a bare aiohttp client (server + network + aiohttp); ratio:")
+    print("the whole run (set-up, episodes, summary); episodes: first start to last record")
     print("target: ratio <= 1.10 at 16 workers and <= 1.35 at 64")
 
 

@@ -1,6 +1,7 @@
 """Per-call overhead of the direct path at many calls in flight (bench/run_loop.py): the price
 looked up once per token counts, no thread hand-off per request, the proxy settings still
-honoured, litellm's import graph out of the garbage collector's sight."""
+honoured, litellm's import graph out of the garbage collector's sight; package versions read
+once per process (each run's summary)."""
 
 from __future__ import annotations
 
@@ -121,3 +122,19 @@ def test_litellm_import_graph_is_frozen_out_of_garbage_collection():
     assert proc.returncode == 0, proc.stderr[-2000:]
     before, after = map(int, proc.stdout.split())
     assert before == 0 and after > 100_000, (before, after)
+
+
+def test_package_versions_are_read_once_per_process(monkeypatch):
+    from importlib import metadata
+
+    from eqa_runner.run import summary
+
+    summary._versions.cache_clear()
+    reads = []
+    real = metadata.version
+    monkeypatch.setattr(metadata, "version", lambda pkg: reads.append(pkg) or real(pkg))
+    first = summary.versions()
+    first["litellm"] = "edited by a caller"
+    again = summary.versions()
+    assert len(reads) == len(summary.PACKAGES), "read again for the second summary"
+    assert again["litellm"] != "edited by a caller" and again["python"]

@@ -63,7 +63,7 @@ from eqa_runner.run.stop import (
     resume_command,
     signals_stop,
 )
-from eqa_runner.run.summary import reproducibility_stamp, write_summary
+from eqa_runner.run.summary import reproducibility_stamp, versions, write_summary
 from eqa_runner.run.tracking import ReportWriter, build_trackers, run_info
 from eqa_runner.run.tracking import finish as finish_tracking
 from eqa_runner.schema import check_config
@@ -105,10 +105,9 @@ def run(cfg: DictConfig, *, report: ReportWriter | None = None) -> dict[str, Any
             "adopt": bool(cfg.run.get("adopt"))}  # fmt: skip
     check_same_config(out_dir, container, inputs, **same)  # before anything is written
     _existing_records(cfg, jsonl)  # refused unless resuming
-    if any(str(m) != "offline" for m in (cfg.llm.model, parts.judge.llm_overrides.get("model"))):
-        from eqa_runner.llm import load_litellm
-
-        threading.Thread(target=load_litellm, daemon=True).start()  # overlap the slow import
+    models = (cfg.llm.model, parts.judge.llm_overrides.get("model"))
+    warm = _load_litellm_and_versions if any(str(m) != "offline" for m in models) else versions
+    threading.Thread(target=warm, daemon=True).start()  # overlap the slow import, the metadata
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -136,6 +135,13 @@ def run(cfg: DictConfig, *, report: ReportWriter | None = None) -> dict[str, Any
         if not had_lock_file and not (out_dir / PROVENANCE_FILE).exists():
             lock_file.unlink(missing_ok=True)  # a refused start leaves the dir as it was
         raise
+
+
+def _load_litellm_and_versions() -> None:
+    from eqa_runner.llm import load_litellm
+
+    load_litellm()
+    versions()
 
 
 def _screened_container(cfg: DictConfig) -> dict[str, Any]:

@@ -97,13 +97,20 @@ def scrub(obj: Any) -> Any:
 
 
 def versions() -> dict[str, str | None]:
+    """Python's, eqa_runner's and the key packages' versions (read once per process: parsing
+    their metadata is ~20 ms; :func:`eqa_runner.run.loop.run` reads them while it sets up)."""
+    return dict(_versions())
+
+
+@functools.lru_cache(maxsize=1)
+def _versions() -> tuple[tuple[str, str | None], ...]:
     out: dict[str, str | None] = {"python": platform.python_version(), "eqa_runner": __version__}
     for pkg in PACKAGES:
         try:
             out[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
             out[pkg] = None
-    return out
+    return tuple(out.items())
 
 
 def usage_totals(records: Sequence[EpisodeRecord]) -> dict[str, Any]:
