@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from eqa_runner.scoring.resample import resampled_means
 from eqa_runner.types import EpisodeRecord
 
 
@@ -25,7 +26,7 @@ def bootstrap_ci(
     if x.size == 1 or samples <= 0:
         return float(x.mean()), float(x.mean())
     rng = np.random.default_rng(seed)
-    means = x[rng.integers(0, x.size, size=(samples, x.size))].mean(axis=1)
+    means = resampled_means(x, None, samples, rng)  # in blocks: memory bounded
     lo, hi = np.quantile(means, [(1 - level) / 2, 1 - (1 - level) / 2])
     return float(lo), float(hi)
 

@@ -17,6 +17,8 @@ from typing import Any, Literal
 import numpy as np
 from scipy import stats as sps
 
+from eqa_runner.scoring.resample import resampled_means
+
 Method = Literal["auto", "cluster", "iid"]
 Values = Mapping[str, float]
 Clusters = Mapping[str, Hashable]
@@ -137,11 +139,9 @@ def _bootstrap(
     mean = float(sums.sum() / sizes.sum())
     if k == 1 or samples <= 0:
         return mean, mean
-    idx = np.random.default_rng(seed).integers(0, k, size=(samples, k))
-    if np.all(sizes == 1):
-        means = sums[idx].mean(axis=1)  # the same arithmetic as aggregate.bootstrap_ci
-    else:
-        means = sums[idx].sum(axis=1) / sizes[idx].sum(axis=1)
+    # one episode a unit: the same arithmetic as aggregate.bootstrap_ci
+    means = resampled_means(sums, None if np.all(sizes == 1) else sizes, samples,
+                            np.random.default_rng(seed))  # fmt: skip
     lo, hi = np.quantile(means, [(1 - level) / 2, 1 - (1 - level) / 2])
     return float(lo), float(hi)
 
