@@ -214,8 +214,9 @@ def final_index(path: Path) -> dict[str, tuple[int, str]]:
     """``episode_id -> (ordinal, status)`` of each episode's final record (as
     :func:`final_records`, in the order episodes first appear), one record in memory at a time."""
     out: dict[str, tuple[int, str]] = {}
-    for n, rec in enumerate(iter_records(path)):
-        eid, prev = str(rec["episode_id"]), out.get(str(rec["episode_id"]))
+    for n, rec in enumerate(iter_records(path)):  # ids interned: the summary's records share them
+        eid = sys.intern(str(rec["episode_id"]))
+        prev = out.get(eid)
         if prev is None or rec["status"] == "ok" or prev[1] != "ok":
             out[eid] = (n, rec["status"])
     return out
@@ -257,12 +258,22 @@ def _judge_fingerprint(run_dir: Path, cfg: DictConfig, prompts: dict[str, Any], 
 
 
 def _rejudge_locked(run_dir: Path, cfg: DictConfig, judge: Judge, tag: str) -> dict[str, Any]:
-    """Streams: the records are read twice, lazily (an index of final records, then the
-    pending ones), with at most ``run.workers`` of them in memory (docs/benchmarks.md)."""
-    src = final_index(run_dir / EPISODES_FILE)
-    out_name = f"episodes.rejudged-{tag}.jsonl"
+    """Re-judge the pending episodes, then write the summary (the indexes of the first step
+    freed before the summary's records are read)."""
     prompts = judge.prompts(cfg.prompts.get("dir"))
     judge_fp = _judge_fingerprint(run_dir, cfg, prompts, tag)
+    ids = _judge_pending(run_dir, cfg, judge, tag, prompts)
+    return _write_rejudged_summary(run_dir, cfg, judge, tag, ids, prompts, judge_fp)
+
+
+def _judge_pending(
+    run_dir: Path, cfg: DictConfig, judge: Judge, tag: str, prompts: dict[str, Any]
+) -> list[str]:
+    """Streams: the records are read twice, lazily (an index of final records, then the
+    pending ones), with at most ``run.workers`` of them in memory (docs/benchmarks.md).
+    Returns the run's episode ids, in order."""
+    src = final_index(run_dir / EPISODES_FILE)
+    out_name = f"episodes.rejudged-{tag}.jsonl"
     done = {i for i, (_, status) in final_index(run_dir / out_name).items() if status == "ok"}
     _, judge_llm = llm_clients(
         cfg, judge, {n: str(p["sha256"]) for n, p in prompts.items()}, roles=("judge",)
@@ -314,7 +325,7 @@ def _rejudge_locked(run_dir: Path, cfg: DictConfig, judge: Judge, tag: str) -> d
 
     with RecordWriter(run_dir / out_name) as w:
         asyncio.run(main(w))
-    return _write_rejudged_summary(run_dir, cfg, judge, tag, list(src), prompts, judge_fp)
+    return list(src)
 
 
 def _write_rejudged_summary(

@@ -8,7 +8,7 @@ import platform
 import re
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -26,6 +26,7 @@ from eqa_runner.records import (
     iter_records,
     write_json_atomic,
 )
+from eqa_runner.run.packed import pack
 from eqa_runner.scoring.aggregate import intervals_note
 from eqa_runner.scoring.base import AggregateReads, Judge
 from eqa_runner.types import EpisodeRecord, UsageInfo
@@ -139,8 +140,8 @@ def policy_replies(records: Sequence[EpisodeRecord]) -> dict[str, Any] | None:
     stopped = 0
     for r in records:
         trace = r.get("trace")
-        vlm = trace.get("vlm") if isinstance(trace, dict) else None
-        if not isinstance(vlm, dict):
+        vlm = trace.get("vlm") if isinstance(trace, Mapping) else None
+        if not isinstance(vlm, Mapping):
             continue
         for k, v in vlm.items():
             if k.endswith(("_parsed", "_unparsable")) and isinstance(v, int):
@@ -254,6 +255,9 @@ def _shared_keys(obj: Any) -> Any:
 # what build_summary / usage_totals / policy_replies and clusters_of read of every record
 SUMMARY_FIELDS = frozenset({"episode_id", "status", "judge_ok", "scene"})
 SUMMARY_TRACE = frozenset({"stop_reason"})
+# the parts of a slim record packed with it (run/packed.py): the rest are values
+SLIM_PARTS: dict[str, dict[str, Any]] = {"metrics": {}, "usage": {}, "error": {},
+                                         "trace": {"vlm": {}}}  # fmt: skip
 
 
 def _pick(d: dict[str, Any], keys: frozenset[str] | None) -> dict[str, Any]:
@@ -273,8 +277,9 @@ def _is_counter(key: str, value: Any) -> bool:
 def slim_record(rec: EpisodeRecord, reads: AggregateReads | None) -> EpisodeRecord:
     """What a summary keeps of ``rec``: the fields, metrics and trace keys the judge's
     ``aggregate`` reads (``reads``; None: the record without its steps) and those the summary
-    reads itself, so a long run's summary holds a few hundred bytes per record. A part that is
-    not a dict (``error: null``) is kept as it is."""
+    reads itself, packed (:func:`eqa_runner.run.packed.pack`: one tuple of values, the keys
+    shared), so a long run's summary holds a few hundred bytes per record. A part that is not
+    a dict (``error: null``) is kept as it is."""
     if reads is None:
         return _without_steps(rec)
     full = cast(dict[str, Any], rec)
@@ -292,7 +297,7 @@ def slim_record(rec: EpisodeRecord, reads: AggregateReads | None) -> EpisodeReco
         out["trace"] = _pick(t, SUMMARY_TRACE | reads.trace)
         if isinstance(vlm := t.get("vlm"), dict):  # policy_replies: the reply counters
             out["trace"]["vlm"] = {sys.intern(k): v for k, v in vlm.items() if _is_counter(k, v)}
-    return cast(EpisodeRecord, out)
+    return cast(EpisodeRecord, pack(out, SLIM_PARTS))
 
 
 def write_summary(

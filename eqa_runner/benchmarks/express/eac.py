@@ -255,8 +255,7 @@ class EACJudge(Judge):
         ok = [r for r in records if r["status"] == "ok"]
         scored = [r for r in ok if r["judge_ok"]]
         clusters = clusters_of(ok)
-        answer = {id(r): self._answer_values(r["metrics"]) for r in scored}
-        kept = [r for r in scored if answer[id(r)] is not None]
+        in_c = sum(1 for r in scored if self._answer_values(r["metrics"]) is not None)
 
         def block(rs: Sequence[EpisodeRecord]) -> dict[str, dict[str, Any]]:
             return {
@@ -288,7 +287,7 @@ class EACJudge(Judge):
             },
             "counts_eac": {
                 "scored": len(scored),
-                "in_C": len(kept),
+                "in_C": in_c,
                 "in_d_T": sum(1 for r in ok if self._distance(r) is not None),
                 "stopped_early": sum(1 for r in ok if r["trace"].get("stopped_early")),
             },
