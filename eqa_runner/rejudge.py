@@ -11,9 +11,13 @@ import argparse
 import asyncio
 import os
 import re
+import signal
 import sys
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Any, cast
 
 from omegaconf import DictConfig, OmegaConf
@@ -154,16 +158,54 @@ def rejudge(run_dir: Path, overrides: list[str], *, tag: str | None = None) -> d
     with RunLock(run_dir):
         try:
             return _rejudge_locked(run_dir, cfg, judge, tag)
-        except KeyboardInterrupt:
-            raise RejudgeInterrupted(run_dir, tag) from None
+        except KeyboardInterrupt as e:
+            raise RejudgeInterrupted(run_dir, tag, getattr(e, "signame", "SIGINT")) from None
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a scheduler, ``kill``) during a rejudge: stops it as Ctrl-C does."""
+
+    signame = "SIGTERM"
+
+
+@contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """While inside: the first SIGTERM raises :class:`Terminated` (the rejudge stops, what is
+    judged is kept, the resume line printed); a second one exits at once. Main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    from eqa_runner.run.stop import EXIT_SIGTERM
+
+    seen: list[int] = []
+
+    def handler(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001
+        if seen:
+            sys.stderr.write("\n[eqa_runner] second signal: exiting at once\n")
+            raise SystemExit(EXIT_SIGTERM)
+        seen.append(signum)
+        raise Terminated()
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 class RejudgeInterrupted(KeyboardInterrupt):
-    """Ctrl-C during a rejudge: what was judged is kept in ``episodes.rejudged-<tag>.jsonl``."""
+    """Ctrl-C or SIGTERM during a rejudge: what was judged is kept in
+    ``episodes.rejudged-<tag>.jsonl``."""
 
-    def __init__(self, run_dir: Path, tag: str) -> None:
+    def __init__(self, run_dir: Path, tag: str, signame: str = "SIGINT") -> None:
         super().__init__(tag)
-        self.run_dir, self.tag = run_dir, tag
+        self.run_dir, self.tag, self.signame = run_dir, tag, signame
+
+    @property
+    def exit_code(self) -> int:
+        from eqa_runner.run.stop import EXIT_SIGINT, EXIT_SIGTERM
+
+        return EXIT_SIGTERM if self.signame == "SIGTERM" else EXIT_SIGINT
 
     def line(self, overrides: list[str]) -> str:
         """How many episodes are re-judged, where they are, and the command that resumes."""
@@ -175,7 +217,8 @@ class RejudgeInterrupted(KeyboardInterrupt):
         cmd = ["python", "-m", "eqa_runner.rejudge", str(self.run_dir), *overrides,
                "--tag", self.tag]  # fmt: skip
         return (
-            f"[eqa_runner] rejudge interrupted: {done} of {len(src)} episodes re-judged, kept in "
+            f"[eqa_runner] rejudge interrupted ({self.signame}): {done} of {len(src)} episodes "
+            f"re-judged, kept in "
             f"{out.name}; resume with: {shlex.join(cmd)}"
         )
 
@@ -371,13 +414,19 @@ def main(argv: list[str] | None = None) -> None:
     install()
 
     try:
-        out = rejudge(args.run_dir, args.overrides, tag=args.tag)
+        with sigterm_interrupts():
+            out = rejudge(args.run_dir, args.overrides, tag=args.tag)
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(e.exit_code)
     except RejudgeInterrupted as e:
         print(f"\n{e.line(args.overrides)}", file=sys.stderr, flush=True)
-        sys.exit(130)
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt as e:  # before the run dir was locked: nothing written
+        name = getattr(e, "signame", "SIGINT")
+        print(f"\n[eqa_runner] rejudge interrupted ({name}) before it started: nothing written",
+              file=sys.stderr, flush=True)  # fmt: skip
+        sys.exit(RejudgeInterrupted(args.run_dir, "", name).exit_code)
     c = out.get("counts") or {}
     sys.exit(1 if c.get("error") or c.get("missing") else 0)
 

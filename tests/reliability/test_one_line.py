@@ -1,7 +1,7 @@
 """Issue 25, defect 20: the inputs that still ended in a traceback end in one ``error:`` line
 naming the file, key or directory and the fix, before anything is written; a waypoint no scene
-holds is an unparsable waypoint and the run goes on; Ctrl-C during a rejudge keeps what was
-judged, prints where and the resume command, and that command resumes."""
+holds is an unparsable waypoint and the run goes on; Ctrl-C or SIGTERM during a rejudge keeps
+what was judged, prints where and the resume command, and that command resumes."""
 
 from __future__ import annotations
 
@@ -169,7 +169,9 @@ def test_rejudge_and_report_on_a_read_only_run_dir_are_one_line(tmp_path, done_r
         assert res.returncode == 0 and out.is_file(), res.stderr[-2000:]
 
 
-def test_ctrl_c_during_rejudge_keeps_what_was_judged_and_resumes(tmp_path, llm_server):
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)],
+                         ids=["SIGINT", "SIGTERM"])  # fmt: skip
+def test_a_signalled_rejudge_keeps_what_was_judged_and_resumes(tmp_path, llm_server, sig, code):
     data = make_openeqa_dataset(tmp_path / "d", n_questions=10, n_episodes=1, frames=2)
     run_dir = tmp_path / "run"
     res = run_cli([f"task.data_dir={data}", *OFFLINE, f"hydra.run.dir={run_dir}"])
@@ -189,13 +191,14 @@ def test_ctrl_c_during_rejudge_keeps_what_was_judged_and_resumes(tmp_path, llm_s
             break
         time.sleep(0.02)
     assert proc.poll() is None, "rejudge finished before it was interrupted"
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     stdout, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, stderr[-2000:]
+    assert proc.returncode == code, stderr[-2000:]
     assert "Traceback" not in stderr, stderr[-2000:]
-    kept = read_records(out)
+    kept, kept_bytes = read_records(out), out.read_bytes()
     assert 2 <= len(kept) < 10 and all(r["status"] == "ok" for r in kept)
-    line = next(ln for ln in stderr.splitlines() if "rejudge interrupted" in ln)
+    (line,) = [ln for ln in stderr.splitlines() if "rejudge interrupted" in ln]
+    assert line.startswith(f"[eqa_runner] rejudge interrupted ({sig.name}): "), line
     assert f"{len(kept)} of 10 episodes re-judged" in line and out.name in line
     resume = shlex.split(line.split("resume with: ", 1)[1])
     assert resume[:3] == ["python", "-m", "eqa_runner.rejudge"]
@@ -206,6 +209,7 @@ def test_ctrl_c_during_rejudge_keeps_what_was_judged_and_resumes(tmp_path, llm_s
     assert done.returncode == 0, done.stderr[-2000:]
     final = {r["episode_id"]: r for r in read_records(out)}
     assert len(final) == 10 and all(r["status"] == "ok" for r in final.values())
+    assert out.read_bytes().startswith(kept_bytes), "the kept judgements stay as they were"
     assert len(llm_server.requests) - calls_before == 10 - len(kept)  # the kept ones not again
     summary = json.loads((run_dir / "summary.rejudged-x.json").read_text())
     assert summary["counts"]["ok"] == 10
