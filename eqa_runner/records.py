@@ -223,36 +223,44 @@ def repair_torn_tail(path: Path) -> bool:
 
 def quarantine_bad_lines(path: Path) -> int:
     """Move lines that are not complete records (non-JSON, non-object, incomplete) out of
-    ``path`` into ``<file>.quarantine`` (atomic rewrite); returns how many were moved."""
+    ``path`` into ``<file>.quarantine`` (atomic rewrite); returns how many were moved. Reads
+    one line at a time (a resume of a long run: memory of one record, not of the file)."""
     if not path.exists() or path.stat().st_size == 0:
         return 0
-    lines = path.read_bytes().split(b"\n")
-    keep: list[bytes] = []
-    bad: list[tuple[int, bytes, str]] = []
-    for i, raw in enumerate(lines):
-        if not raw.strip():
-            continue
-        try:
-            why = incomplete_reason(json.loads(raw))
-        except ValueError:
-            why = "not JSON"
-        if why:
-            bad.append((i + 1, raw, why))
-        else:
-            keep.append(raw)
+    bad = [(i, why) for i, raw in _lines(path) if (why := _bad_line(raw))]
     if not bad:
         return 0
-    with path.with_suffix(path.suffix + QUARANTINE_SUFFIX).open("ab") as side:
-        for _, raw, _ in bad:
-            side.write(raw + b"\n")
+    bad_at = dict(bad)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(b"".join(k + b"\n" for k in keep))
+    with (
+        path.with_suffix(path.suffix + QUARANTINE_SUFFIX).open("ab") as side,
+        tmp.open("wb") as out,
+    ):
+        for i, raw in _lines(path):
+            (side if i in bad_at else out).write(raw + b"\n")
     os.replace(tmp, path)
     log.warning(
         "%s: moved %d line(s) that are not complete records to %s%s (line %s: %s)",
-        path, len(bad), path.name, QUARANTINE_SUFFIX, bad[0][0], bad[0][2],
+        path, len(bad), path.name, QUARANTINE_SUFFIX, bad[0][0], bad[0][1],
     )  # fmt: skip
     return len(bad)
+
+
+def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(1-based line number, line without its newline) of each non-blank line of ``path``."""
+    with path.open("rb") as fh:
+        for i, raw in enumerate(fh):
+            raw = raw[:-1] if raw.endswith(b"\n") else raw
+            if raw.strip():
+                yield i + 1, raw
+
+
+def _bad_line(raw: bytes) -> str | None:
+    """Why ``raw`` is not a complete record (None: it is one)."""
+    try:
+        return incomplete_reason(json.loads(raw))
+    except ValueError:
+        return "not JSON"
 
 
 def read_records(path: Path) -> list[EpisodeRecord]:

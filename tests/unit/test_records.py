@@ -231,3 +231,27 @@ def test_older_lines_are_completed_with_documented_defaults(tmp_path: Path) -> N
     assert a["usage"]["cost_usd"] == 0.0
     assert b["trace"] == {}  # null where a container belongs
     assert set(a) == set(b) == EpisodeRecord.__required_keys__
+
+
+def test_opening_a_long_records_file_reads_it_a_line_at_a_time(tmp_path: Path) -> None:
+    """A writer opened on 3,000 records (a resume, a rejudge) checks them without holding the
+    file (issue 27); a bad line among them is still moved out, the rest kept byte for byte."""
+    import tracemalloc
+
+    path = tmp_path / EPISODES_FILE
+    good = [json.dumps(rec(str(i), trace={"steps": ["x" * 2000]})) for i in range(3000)]
+    path.write_text("".join(g + "\n" for g in good))
+    size = path.stat().st_size
+    tracemalloc.start()
+    try:
+        with RecordWriter(path) as w:
+            peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert w.quarantined == 0 and path.stat().st_size == size
+    assert peak < size / 10, (peak, size)  # the whole file in memory: more than its size
+    path.write_text("".join(g + "\n" for g in good[:2]) + "{torn\n\n" + good[2] + "\n")
+    with RecordWriter(path) as w:
+        assert w.quarantined == 1
+    assert path.read_text() == "".join(g + "\n" for g in good[:3])
+    assert (tmp_path / f"{EPISODES_FILE}.quarantine").read_text() == "{torn\n"
