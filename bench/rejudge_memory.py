@@ -4,9 +4,11 @@ For runs of ``--sizes`` EXPRESS-shaped records (``bench/sweep_data.py``), times 
 eqa_runner.rejudge RUN judge.model=offline`` in a fresh process (wall, CPU, and peak RSS: the
 child's own ``VmHWM``), then the same command again: the resume, which finds every episode
 re-judged and only re-aggregates. ``--before DIR`` runs the same from another checkout (its own
-copy of each run), the same-run baseline.
+copy of each run), the same-run baseline. ``--interval iid`` records ``run.interval=iid`` in
+each copy's config (the summary's intervals resample episodes, not scenes).
 
     .venv/bin/python bench/rejudge_memory.py [--sizes 250 1000 2044 4088] [--before DIR]
+        [--interval cluster|iid]
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[250, 1000, 2044, 4088])
     ap.add_argument("--work", type=Path, default=Path("/tmp/eqa-bench-sweep"))
     ap.add_argument("--before", type=Path, default=None)
+    ap.add_argument("--interval", choices=["cluster", "iid"], default=None)
     args = ap.parse_args()
     seed = seed_run(args.work)
     print(f"2 cores, load avg {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
@@ -43,6 +46,8 @@ def main() -> None:
             run = src.with_name(name)
             shutil.rmtree(run, ignore_errors=True)
             shutil.copytree(src, run)
+            if args.interval:
+                _set_interval(run, args.interval)
             cmd = [sys.executable, "-m", "eqa_runner.rejudge", str(run), "judge.model=offline",
                    "--tag", "bench"]  # fmt: skip
             for what in ("first", "resume"):
@@ -51,6 +56,14 @@ def main() -> None:
                 print(f"{n:7d} {mb:5.0f} {name:<8} {what:<7} {w:7.2f} {c:6.2f} {rss:11.0f} "
                       f"{s['counts'].get('recorded')}", flush=True)  # fmt: skip
     print("target: peak RSS flat in the number of records (streaming)")
+
+
+def _set_interval(run: Path, method: str) -> None:
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.load(run / ".hydra" / "config.yaml")
+    cfg.run.interval = method
+    OmegaConf.save(cfg, run / ".hydra" / "config.yaml")
 
 
 if __name__ == "__main__":
