@@ -1,8 +1,8 @@
 """Bootstrap means drawn in blocks: memory bounded whatever the number of units.
 
 One ``(samples, k)`` draw of indexes is ``8 * samples * k`` bytes, twice over with the values
-gathered: 33 MB for the 2,044 episodes of an i.i.d. EXPRESS interval, 65 MB at 4,088. The
-blocks of rows here give the same numbers: numpy's generator continues its stream across
+gathered: 33 MB for an i.i.d. interval over 2,044 episodes, 65 MB at 4,088. The blocks of
+rows here give the same numbers: numpy's generator continues its stream across
 calls (``integers`` in blocks of rows equals one draw), and each row's mean is computed on
 its own row, so neither depends on how the rows are split.
 """
