@@ -14,7 +14,7 @@ import re
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -367,8 +367,45 @@ def _judge_pending(
         await asyncio.gather(*(worker() for _ in range(workers)))
 
     with RecordWriter(run_dir / out_name) as w:
-        asyncio.run(main(w))
+        run_until_signalled(main(w))
     return list(src)
+
+
+def run_until_signalled(coro: Coroutine[Any, Any, None]) -> None:
+    """``asyncio.run(coro)``, where SIGTERM cancels ``coro`` as asyncio's own Ctrl-C handling
+    does, then raises :class:`Terminated`. Raised from a plain signal handler instead, it could
+    land inside a running task (mid-request), escape as that task's unretrieved exception and
+    print a traceback at exit. A second SIGTERM exits at once."""
+    hit: list[int] = []
+
+    def on_sigterm(task: asyncio.Task[None]) -> None:
+        if hit:
+            from eqa_runner.run.stop import EXIT_SIGTERM
+
+            sys.stderr.write("\n[eqa_runner] second signal: exiting at once\n")
+            raise SystemExit(EXIT_SIGTERM)
+        hit.append(signal.SIGTERM)
+        task.cancel()
+
+    async def guarded() -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return await coro
+        loop, me = asyncio.get_running_loop(), asyncio.current_task()
+        assert me is not None  # a coroutine run by asyncio.run is a task
+        before = signal.getsignal(signal.SIGTERM)
+        loop.add_signal_handler(signal.SIGTERM, on_sigterm, me)
+        try:
+            await coro
+        finally:
+            loop.remove_signal_handler(signal.SIGTERM)  # leaves SIG_DFL: put the caller's back
+            signal.signal(signal.SIGTERM, before)
+
+    try:
+        asyncio.run(guarded())
+    except asyncio.CancelledError:
+        if hit:
+            raise Terminated() from None
+        raise
 
 
 def _write_rejudged_summary(
