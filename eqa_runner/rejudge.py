@@ -18,7 +18,7 @@ from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -175,14 +175,11 @@ def sigterm_interrupts() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    from eqa_runner.run.stop import EXIT_SIGTERM
-
     seen: list[int] = []
 
     def handler(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001
         if seen:
-            sys.stderr.write("\n[eqa_runner] second signal: exiting at once\n")
-            raise SystemExit(EXIT_SIGTERM)
+            _exit_at_once()
         seen.append(signum)
         raise Terminated()
 
@@ -375,15 +372,12 @@ def run_until_signalled(coro: Coroutine[Any, Any, None]) -> None:
     """``asyncio.run(coro)``, where SIGTERM cancels ``coro`` as asyncio's own Ctrl-C handling
     does, then raises :class:`Terminated`. Raised from a plain signal handler instead, it could
     land inside a running task (mid-request), escape as that task's unretrieved exception and
-    print a traceback at exit. A second SIGTERM exits at once."""
+    print a traceback at exit. A second SIGTERM, in the loop or after it, exits at once."""
     hit: list[int] = []
 
     def on_sigterm(task: asyncio.Task[None]) -> None:
         if hit:
-            from eqa_runner.run.stop import EXIT_SIGTERM
-
-            sys.stderr.write("\n[eqa_runner] second signal: exiting at once\n")
-            raise SystemExit(EXIT_SIGTERM)
+            _exit_at_once()
         hit.append(signal.SIGTERM)
         task.cancel()
 
@@ -398,7 +392,7 @@ def run_until_signalled(coro: Coroutine[Any, Any, None]) -> None:
             await coro
         finally:
             loop.remove_signal_handler(signal.SIGTERM)  # leaves SIG_DFL: put the caller's back
-            signal.signal(signal.SIGTERM, before)
+            signal.signal(signal.SIGTERM, (lambda *_: _exit_at_once()) if hit else before)
 
     try:
         asyncio.run(guarded())
@@ -406,6 +400,13 @@ def run_until_signalled(coro: Coroutine[Any, Any, None]) -> None:
         if hit:
             raise Terminated() from None
         raise
+
+
+def _exit_at_once() -> NoReturn:
+    from eqa_runner.run.stop import EXIT_SIGTERM
+
+    sys.stderr.write("\n[eqa_runner] second signal: exiting at once\n")
+    raise SystemExit(EXIT_SIGTERM)
 
 
 def _write_rejudged_summary(
