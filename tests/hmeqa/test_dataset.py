@@ -119,3 +119,16 @@ def test_unknown_category_filter_is_an_error(data):
         HMEQATask(data_dir=str(data), categories=["colour"]).load_episodes()
     eps = HMEQATask(data_dir=str(data), categories=["count"]).load_episodes()
     assert [e.episode_id for e in eps] == ["2"]
+
+
+def test_no_constant_letter_wins_a_demo_question_file(hmeqa_demo):
+    """A model that always answers one letter scores at most half on each demo file (the
+    house's three questions were all A: such a model scored 100 % there)."""
+    import csv
+    from collections import Counter
+
+    for name in ("questions.csv", "questions-house.csv"):
+        with (hmeqa_demo / name).open(newline="", encoding="utf-8") as fh:
+            letters = Counter(row["answer"] for row in csv.DictReader(fh))
+        (top, n), total = letters.most_common(1)[0], sum(letters.values())
+        assert total >= 3 and n <= total / 2, f"{name}: {top} is right for {n} of {total}"

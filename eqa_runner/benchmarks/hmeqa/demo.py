@@ -135,8 +135,9 @@ def _house(out_dir: Path, k: int, rng: np.random.Generator):
     eps = [e for e in house_episodes(sim, apt) if e["upstairs_start"]]
     sim.close()
     rows = []
-    for e in eps:
-        opts = _pad([e["answer"], *_others(list(COLORS), e["answer"], 3, rng)], rng)
+    for i, e in enumerate(eps):  # the right letter goes A, B, C, ...: no constant answer wins
+        opts = _others(list(COLORS), e["answer"], 3, rng)
+        opts.insert(i % len(LETTERS), e["answer"])
         formatted = " ".join(f"{L}) {o}" for L, o in zip(LETTERS, opts, strict=True))
         rows.append(
             {
