@@ -36,6 +36,24 @@ def require_habitat() -> None:
     pytest.skip("habitat-sim is not importable here (CI runs these in the habitat-cpu chroot)")
 
 
+def short_fbe_express(compose_cfg, out: Path, backend: str, *data: str) -> list:
+    """Records of a short ``policy=fbe`` EXPRESS run (4 steps, 128 px, offline models) on
+    ``backend`` with the data overrides ``data``, each asserted ok with a finite d_T."""
+    import math
+
+    from eqa_runner.records import read_records
+    from eqa_runner.run.loop import run
+
+    base = ["task=express", "policy=fbe", f"sim={backend}", "sim.width=128", "sim.height=128"]
+    rest = ["llm=offline", "judge.model=offline", "policy.max_steps=4", "run.cache=false"]
+    run(compose_cfg([*base, *data, *rest], out=out))
+    recs = read_records(out / "episodes.jsonl")
+    assert recs and all(r["status"] == "ok" for r in recs), [r["error"] for r in recs]
+    for r in recs:
+        assert r["metrics"]["d_t_valid"] and math.isfinite(r["metrics"]["d_t"]), r["metrics"]
+    return recs
+
+
 def build_rooms_mesh() -> MeshBuilder:
     """Room A: x,z in [0, 6] with walls (height 2.5); closed room B: x in [7, 10], z in [0, 6]."""
     mb = MeshBuilder()

@@ -17,7 +17,7 @@ from PIL import Image
 
 from eqa_runner.records import read_records
 from eqa_runner.run.loop import run
-from tests.sim.conftest import require_habitat
+from tests.sim.conftest import require_habitat, short_fbe_express
 
 pytestmark = pytest.mark.habitat
 
@@ -84,28 +84,11 @@ def test_other_exploration_tasks_on_real_habitat(compose_cfg, tmp_path, demo, ta
 def test_two_storey_house_fbe_on_both_backends(compose_cfg, tmp_path, demo, backend):
     """The house's EXPRESS episodes (three start upstairs with the goal downstairs): a short
     fbe run has a finite d_T on every episode in both backends."""
-    out = tmp_path / backend
-    cfg = compose_cfg(
-        [
-            "task=express",
-            "policy=fbe",
-            f"sim={backend}",
-            "sim.width=128",
-            "sim.height=128",
-            f"task.data_dir={demo / 'express'}",
-            f"task.questions_file={demo / 'express' / 'express-bench-house.json'}",
-            "llm=offline",
-            "judge.model=offline",
-            "policy.max_steps=4",
-            "run.cache=false",
-        ],
-        out=out,
-    )
-    run(cfg)
-    recs = read_records(out / "episodes.jsonl")
-    assert len(recs) == 4 and all(r["status"] == "ok" for r in recs), [r["error"] for r in recs]
-    for r in recs:
-        assert r["metrics"]["d_t_valid"] and math.isfinite(r["metrics"]["d_t"]), r["metrics"]
+    express = demo / "express"
+    house = express / "express-bench-house.json"
+    data = (f"task.data_dir={express}", f"task.questions_file={house}")
+    recs = short_fbe_express(compose_cfg, tmp_path / backend, backend, *data)
+    assert len(recs) == 4
 
 
 def test_two_storey_house_aeqa_starts_upstairs_on_habitat(compose_cfg, tmp_path, demo):
