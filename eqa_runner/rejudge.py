@@ -11,14 +11,10 @@ import argparse
 import asyncio
 import os
 import re
-import signal
 import sys
-import threading
-from collections.abc import Coroutine, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
-from typing import Any, NoReturn, cast
+from typing import Any, cast
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -27,6 +23,7 @@ from eqa_runner.llm import track_usage
 from eqa_runner.records import EPISODES_FILE, RecordWriter, iter_records
 from eqa_runner.run.build import build, llm_clients
 from eqa_runner.run.episode import error_info
+from eqa_runner.run.sigterm import run_until_signalled, sigterm_interrupts
 from eqa_runner.run.summary import SummaryInputs, write_summary
 from eqa_runner.scoring.base import Judge
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, RejudgedRecord
@@ -160,34 +157,6 @@ def rejudge(run_dir: Path, overrides: list[str], *, tag: str | None = None) -> d
             return _rejudge_locked(run_dir, cfg, judge, tag)
         except KeyboardInterrupt as e:
             raise RejudgeInterrupted(run_dir, tag, getattr(e, "signame", "SIGINT")) from None
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (a scheduler, ``kill``) during a rejudge: stops it as Ctrl-C does."""
-
-    signame = "SIGTERM"
-
-
-@contextmanager
-def sigterm_interrupts() -> Iterator[None]:
-    """While inside: the first SIGTERM raises :class:`Terminated` (the rejudge stops, what is
-    judged is kept, the resume line printed); a second one exits at once. Main thread only."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    seen: list[int] = []
-
-    def handler(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001
-        if seen:
-            _exit_at_once()
-        seen.append(signum)
-        raise Terminated()
-
-    old = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
 
 
 class RejudgeInterrupted(KeyboardInterrupt):
@@ -366,47 +335,6 @@ def _judge_pending(
     with RecordWriter(run_dir / out_name) as w:
         run_until_signalled(main(w))
     return list(src)
-
-
-def run_until_signalled(coro: Coroutine[Any, Any, None]) -> None:
-    """``asyncio.run(coro)``, where SIGTERM cancels ``coro`` as asyncio's own Ctrl-C handling
-    does, then raises :class:`Terminated`. Raised from a plain signal handler instead, it could
-    land inside a running task (mid-request), escape as that task's unretrieved exception and
-    print a traceback at exit. A second SIGTERM, in the loop or after it, exits at once."""
-    hit: list[int] = []
-
-    def on_sigterm(task: asyncio.Task[None]) -> None:
-        if hit:
-            _exit_at_once()
-        hit.append(signal.SIGTERM)
-        task.cancel()
-
-    async def guarded() -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return await coro
-        loop, me = asyncio.get_running_loop(), asyncio.current_task()
-        assert me is not None  # a coroutine run by asyncio.run is a task
-        before = signal.getsignal(signal.SIGTERM)
-        loop.add_signal_handler(signal.SIGTERM, on_sigterm, me)
-        try:
-            await coro
-        finally:
-            loop.remove_signal_handler(signal.SIGTERM)  # leaves SIG_DFL: put the caller's back
-            signal.signal(signal.SIGTERM, (lambda *_: _exit_at_once()) if hit else before)
-
-    try:
-        asyncio.run(guarded())
-    except asyncio.CancelledError:
-        if hit:
-            raise Terminated() from None
-        raise
-
-
-def _exit_at_once() -> NoReturn:
-    from eqa_runner.run.stop import EXIT_SIGTERM
-
-    sys.stderr.write("\n[eqa_runner] second signal: exiting at once\n")
-    raise SystemExit(EXIT_SIGTERM)
 
 
 def _write_rejudged_summary(

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from eqa_runner.rejudge import Terminated, run_until_signalled, sigterm_interrupts
+from eqa_runner.run.sigterm import Terminated, run_until_signalled, sigterm_interrupts
 
 
 def _sigterm_after(seconds: float) -> subprocess.Popen[bytes]:
