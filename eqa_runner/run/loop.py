@@ -262,15 +262,18 @@ def _run_locked(
     ]  # fmt: skip
     if cap is not None:
         cap.spent = sum(float(r["usage"]["cost_usd"] or 0.0) for r in all_lines)
-    with ExitStack() as stack:  # unwound in reverse: writer, policy, pool, simulator
-        ctx = _context(stack, cfg, parts, episodes, out_dir, prompts, clients)
-        ex = Execution(stack.enter_context(RecordWriter(jsonl)), Stopper(), cap, hub)
-        with signals_stop(ex.stopper):
+    stopper = Stopper()
+    # the run's signal handling lasts to its exit line: closing the resources and writing the
+    # summary take time too, and Python's default would kill silently (SIGTERM) or raise
+    with signals_stop(stopper, out_dir):
+        with ExitStack() as stack:  # unwound in reverse: writer, policy, pool, simulator
+            ctx = _context(stack, cfg, parts, episodes, out_dir, prompts, clients)
+            ex = Execution(stack.enter_context(RecordWriter(jsonl)), stopper, cap, hub)
             asyncio.run(execute(ctx, todo, ex, (sum(progress), len(progress))))
-    if ex.write_error:  # e.g. a full disk: what was written stays, the rest runs on resume
-        _stop_on_write_error(ctx, jsonl, ex.write_error[0])
-    result = _try_summary(ctx)
-    return {**result, "exit_code": _exit_code(result, ex.stopper, cap, out_dir, len(episodes))}
+        if ex.write_error:  # e.g. a full disk: what was written stays, the rest runs on resume
+            _stop_on_write_error(ctx, jsonl, ex.write_error[0])
+        result = _try_summary(ctx)
+        return {**result, "exit_code": _exit_code(result, stopper, cap, out_dir, len(episodes))}
 
 
 def _context(

@@ -49,7 +49,7 @@ class Stopper:
             self.reason, self.exit_code = reason, exit_code
         if cancel and not self.cancel_in_flight:
             self.cancel_in_flight = True
-            if self._loop is not None:
+            if self._loop is not None and not self._loop.is_closed():  # closed: nothing runs
                 self._loop.call_soon_threadsafe(self._cancel_all)
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -67,9 +67,10 @@ class Stopper:
 
 
 @contextmanager
-def signals_stop(stopper: Stopper) -> Iterator[None]:
+def signals_stop(stopper: Stopper, out_dir: Path | None = None) -> Iterator[None]:
     """While inside: the first SIGINT / SIGTERM stops the run (in-flight episodes cancelled, the
-    records written so far kept); a second one exits at once. Main thread only."""
+    records written so far kept); a second one exits at once (with the resume line of
+    ``out_dir``, if given). Main thread only."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -77,7 +78,8 @@ def signals_stop(stopper: Stopper) -> Iterator[None]:
 
     def handler(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001
         if seen:  # a second signal: leave now (records are flushed per line)
-            sys.stderr.write("\n[eqa_runner] second signal: exiting without a summary\n")
+            resume = f"; resume with: {resume_command(out_dir)}" if out_dir else ""
+            sys.stderr.write(f"\n[eqa_runner] second signal: exiting without a summary{resume}\n")
             raise SystemExit(EXIT_SIGINT if signum == signal.SIGINT else EXIT_SIGTERM)
         seen.append(signum)
         name = "SIGINT" if signum == signal.SIGINT else "SIGTERM"
