@@ -74,9 +74,47 @@ def load_run_config(run_dir: Path, overrides: list[str]) -> DictConfig:
         from eqa_runner.errors import ConfigSecretError
 
         raise ConfigSecretError(refusal)
-    # merging into a DictConfig gives a DictConfig (omegaconf types the result of any merge)
-    merged = OmegaConf.merge(cfg, OmegaConf.from_dotlist([o.lstrip("+") for o in overrides]))
-    return cast(DictConfig, merged)
+    parsed = _parsed(overrides)
+    _check_run_values([(k, v) for k, v in parsed if k.startswith("run.")])
+    for key, value in parsed:
+        OmegaConf.update(cfg, key, value, merge=True, force_add=True)
+    return cfg
+
+
+def _check_run_values(run_overrides: list[tuple[str, Any]]) -> None:
+    """``run.workers=0`` and the like: refused as the run's command line refuses them."""
+    if not run_overrides:
+        return
+    from omegaconf.errors import OmegaConfBaseException
+
+    from eqa_runner.run.config import RunConfig
+    from eqa_runner.schema import check_node
+
+    node = OmegaConf.structured(RunConfig)
+    for key, value in run_overrides:
+        try:
+            OmegaConf.update(node, key.removeprefix("run."), value)
+        except OmegaConfBaseException as e:
+            raise ConfigError(f"{key}={value}: {str(e).splitlines()[0]}") from None
+    check_node(node, "run")
+
+
+def _parsed(overrides: list[str]) -> list[tuple[str, Any]]:
+    """(key, value) of each override, read by Hydra's own grammar as the run's command line
+    reads it (``judge.model=`` is an empty string, ``judge.temperature=null`` is null)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    parser, out = OverridesParser.create(), []
+    for text in overrides:
+        try:
+            o = parser.parse_override(text)
+        except HydraException as e:
+            raise ConfigError(f"{text}: {str(e).splitlines()[0]} (quote the value)") from None
+        if o.is_sweep_override():
+            raise ConfigError(f"{text}: rejudge takes one value per key (rejudge once per value)")
+        out.append((o.key_or_group, o.value()))
+    return out
 
 
 def _unknown_key(cfg: DictConfig, key: str, *, adds: bool) -> str | None:
@@ -141,14 +179,15 @@ def rejudge(run_dir: Path, overrides: list[str], *, tag: str | None = None) -> d
     run_dir = Path(run_dir)
     cfg = load_run_config(run_dir, overrides)
     check_capabilities(cfg)
-    check_pinned_judge(cfg)
     from hydra.errors import InstantiationException
 
     try:
         judge = build(cfg.judge, Judge, "judge")  # type: ignore[type-abstract]  # python/mypy#4717
     except (TypeError, ValueError, InstantiationException) as e:
         why = e.__cause__ if isinstance(e, InstantiationException) and e.__cause__ else e
-        raise ConfigError(f"judge: {str(why).splitlines()[0].removeprefix('judge: ')}") from None
+        msg = str(why).splitlines()[0].removeprefix("judge: ")
+        raise ConfigError(msg if msg.startswith("judge.") else f"judge: {msg}") from None
+    check_pinned_judge(cfg)  # after the judge's schema checked its keys (a blank model)
     judge.check_inputs(cfg.task.get("name"), _scored_data(run_dir))
     tag = check_tag(tag) if tag else tag_for(str(judge.llm_overrides.get("model")))
     check_writable_run_dir(run_dir, tag)

@@ -1,10 +1,11 @@
 """Field helpers for the typed config schemas, and the one validator that reads them.
 
-A schema field says what it allows in its metadata: bounds (``ge``, ``gt``, ``le``, ``lt``)
-and ``choices``. :func:`check_config` walks a composed config beside its dataclass types and
-raises a one-line :class:`~eqa_runner.errors.ConfigError` naming the key, the value and what
-is allowed (``run.workers=0: must be >= 1``). Types and unknown keys are OmegaConf's part:
-they fail while the config is composed. Nothing heavy is imported here.
+A schema field says what it allows in its metadata: bounds (``ge``, ``gt``, ``le``, ``lt``),
+``choices``, or ``named`` (a string that must not be blank). :func:`check_config` walks a
+composed config beside its dataclass types and raises a one-line
+:class:`~eqa_runner.errors.ConfigError` naming the key, the value and what is allowed
+(``run.workers=0: must be >= 1``). Types and unknown keys are OmegaConf's part: they fail while
+the config is composed. Nothing heavy is imported here.
 """
 
 from __future__ import annotations
@@ -42,9 +43,16 @@ def one_of(default: Any, choices: Iterable[Any]) -> Any:
     return dataclasses.field(default=default, metadata={"choices": tuple(choices)})
 
 
+def named(default: Any, what: str) -> Any:
+    """A string field that must not be blank; ``what`` says, in words, what it names."""
+    return dataclasses.field(default=default, metadata={"named": what})
+
+
 def describe_rule(meta: Mapping[str, Any], optional: bool) -> str:
     """What a field allows, in words: ``>= 1 (or null)``, ``one of thread, async``."""
-    if "choices" in meta:
+    if "named" in meta:
+        text = str(meta["named"])
+    elif "choices" in meta:
         text = "one of " + ", ".join(str(c) for c in meta["choices"])
     else:
         text = " and ".join(f"{_BOUNDS[k]} {meta[k]}" for k in _BOUNDS if k in meta)
@@ -57,6 +65,8 @@ def violates(value: Any, meta: Mapping[str, Any]) -> bool:
         return False  # the field's type decides whether null is allowed
     if isinstance(value, (list, tuple)):
         return any(violates(v, meta) for v in value)
+    if "named" in meta:
+        return not str(value).strip()
     if "choices" in meta and value not in meta["choices"]:
         return True
     checks = {

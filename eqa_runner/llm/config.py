@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from eqa_runner.schema import bounded, one_of
+from eqa_runner.schema import bounded, named, one_of
 
 # "thread": litellm's sync client in a thread pool driven from the event loop (measured
 # cheaper per call, bench/run_loop.py); "async": litellm.acompletion on the event loop
@@ -16,11 +16,15 @@ IMAGE_FORMATS = ("png", "jpeg")
 CONCURRENCY = ("adaptive", "fixed")
 
 
+# what a ``model`` key must name (a blank one is refused when the config is composed)
+A_MODEL = "a model: offline, or a litellm model string such as openai/gpt-4o-2024-08-06"
+
+
 @dataclass
 class LLMConfig:
     """How to call one model through litellm. ``model: offline`` answers without any network."""
 
-    model: str = "offline"
+    model: str = named("offline", A_MODEL)
     api_base: str | None = None
     api_key_env: str | None = None  # NAME of the environment variable holding the key
     api_key: str | None = None  # always refused: keys never go in configs (use api_key_env)

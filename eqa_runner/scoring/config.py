@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from omegaconf import MISSING
 
-from eqa_runner.schema import bounded
+from eqa_runner.llm.config import A_MODEL
+from eqa_runner.schema import bounded, named
 
 
 @dataclass
@@ -19,7 +20,9 @@ class JudgeConfig:
 
     _target_: str = MISSING
     name: str = MISSING
-    model: str = MISSING  # a pinned, dated snapshot (see docs/judges.md); offline = stand-in
+    model: str = named(
+        MISSING, A_MODEL
+    )  # a pinned, dated snapshot (see docs/judges.md); offline = stand-in
     temperature: float | None = bounded(0.2, ge=0)  # null: send none (provider default)
     max_tokens: int | None = bounded(32, ge=1)
     seed: int | None = 1234

@@ -54,6 +54,9 @@ OUT_OF_RANGE = {
     "judge/eac": (EXPRESS, "judge.inf_policy=ignore", "judge.inf_policy=ignore: must be one of"),
     "llm": ([], "llm.transport=grpc", "llm.transport=grpc: must be one of thread, async"),
     "llm/timeout": ([], "llm.timeout_s=0", "llm.timeout_s=0.0: must be > 0"),
+    "llm/model": ([], "llm.model=", "llm.model=: must be a model: offline, or a litellm model"),
+    "llm/model/blank": ([], "llm.model=' '", "llm.model= : must be a model: offline, or a"),
+    "judge/model": ([], "judge.model=", "judge.model=: must be a model: offline, or a litellm"),
     "sim/mesh": ([], "sim.up_axis=x", "sim.up_axis=x: must be one of auto, y, z"),
     "sim/habitat": (
         ["sim=habitat"],

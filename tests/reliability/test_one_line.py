@@ -77,6 +77,30 @@ def test_rejudge_refuses_an_added_judge_key_with_a_hint(done_run, override, need
     assert snapshot(done_run) == before
 
 
+@pytest.mark.parametrize(
+    ("override", "line"),
+    [
+        ("judge.model=", "judge.model=: must be a model: offline, or a litellm model string"),
+        ("judge.max_tokens=0", "judge.max_tokens=0: must be >= 1 (or null)"),
+        ("run.workers=0", "run.workers=0: must be >= 1"),
+        ("run.bootstrap_samples=abc", "run.bootstrap_samples=abc: Value 'abc' of type 'str'"),
+        ("judge.model=a,b", "judge.model=a,b: rejudge takes one value per key"),
+        ("judge.model=[1", "judge.model=[1: no viable alternative at input '[1' (quote the value)"),
+    ],
+)
+def test_rejudge_reads_and_checks_values_as_the_run_command_does(done_run, override, line):  # noqa: F811
+    """Hydra's grammar (``judge.model=`` is empty, not null), the schemas' rules (the run
+    command refuses ``run.workers=0`` too), one line, nothing written."""
+    tally.add("bad inputs tried")
+    before = snapshot(done_run)
+    res = subprocess.run(
+        [sys.executable, "-m", "eqa_runner.rejudge", str(done_run), override, "--tag", "bad"],
+        cwd=ROOT, env=cli_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert _one_error_line(res).startswith(f"error: {line}")
+    assert snapshot(done_run) == before
+
+
 def test_a_waypoint_no_scene_holds_is_unparsable_and_the_run_goes_on(
     compose_cfg, llm_server, express_demo, tmp_path
 ):
