@@ -88,16 +88,24 @@ def find_run_dirs(paths: list[Path]) -> list[Path]:
         p = Path(p)
         if not p.is_dir():
             raise ReportError(f"{p}: not a directory")
-        if is_run_dir(p):
-            out.append(p)
-            continue
-        subs = sorted((s for s in p.iterdir() if s.is_dir() and not s.name.startswith(".")),
-                      key=_num_key)  # fmt: skip
-        found = find_run_dirs(subs) if subs else []
+        found = _runs_below(p)
         if not found:
-            raise ReportError(f"{p}: no run directories (summary.json / .hydra/) found in it")
+            raise ReportError(
+                f"{p}: no run directory in it (one with a summary.json, provenance.json or "
+                f"{EPISODES_FILE}); give a run dir or a sweep dir"
+            )
         out += found
     return out
+
+
+def _runs_below(d: Path) -> list[Path]:
+    """``d`` if it is a run dir, else the run dirs below it (a sub-dir without runs, such as
+    a user's ``plots/`` beside a sweep's jobs, is passed over)."""
+    if is_run_dir(d):
+        return [d]
+    subs = sorted((s for s in d.iterdir() if s.is_dir() and not s.name.startswith(".")),
+                  key=_num_key)  # fmt: skip
+    return [r for s in subs for r in _runs_below(s)]
 
 
 def load_yaml(path: Path) -> Any:
