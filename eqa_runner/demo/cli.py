@@ -8,6 +8,7 @@ valid ``task.data_dir`` for its task. Deterministic per ``--seed``.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -37,7 +38,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--only", choices=names, default=None)
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    dirs = write_demo(args.out, args.seed, only=[args.only] if args.only else None)
+    try:
+        dirs = write_demo(args.out, args.seed, only=[args.only] if args.only else None)
+    except OSError as e:  # an unwritable or full place: one line naming it, no traceback
+        where = e.filename or args.out
+        print(f"error: {where}: {e.strerror or e}; write the demo to a writable directory "
+              "with free space (python -m eqa_runner.demo <dir>)", file=sys.stderr)  # fmt: skip
+        sys.exit(2)
     for name, d in dirs.items():
         print(f"{name}: task.data_dir={d}")
     print(f"demo written in {time.perf_counter() - t0:.1f}s")

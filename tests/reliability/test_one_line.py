@@ -101,6 +101,19 @@ def test_rejudge_reads_and_checks_values_as_the_run_command_does(done_run, overr
     assert snapshot(done_run) == before
 
 
+def test_demo_into_a_place_it_cannot_write_is_one_line(tmp_path):
+    tally.add("bad inputs tried")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    res = subprocess.run(
+        [sys.executable, "-m", "eqa_runner.demo", str(blocker / "demo"), "--only", "openeqa"],
+        cwd=ROOT, env=cli_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    line = _one_error_line(res)
+    assert line.startswith(f"error: {blocker}") and "writable directory" in line
+    assert blocker.read_text() == "not a directory"
+
+
 def test_a_waypoint_no_scene_holds_is_unparsable_and_the_run_goes_on(
     compose_cfg, llm_server, express_demo, tmp_path
 ):
