@@ -8,7 +8,7 @@ A component declares them as class attributes: ``Task.provides``, ``Policy.needs
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from eqa_runner.errors import ConfigError
 
@@ -53,19 +53,23 @@ def check_fit(
     task: tuple[str, frozenset[str]],
     policy: tuple[str, frozenset[str], frozenset[str]],
     judge: tuple[str, frozenset[str]] | None = None,
+    policies_for: Callable[[frozenset[str]], list[str]] | None = None,
 ) -> None:
     """Refuse, in one line naming the missing capability, a policy the task cannot feed or a
     judge whose inputs neither the task nor the policy provides.
 
-    ``task`` is (name, provides), ``policy`` (name, needs, provides), ``judge`` (name, reads).
+    ``task`` is (name, provides), ``policy`` (name, needs, provides), ``judge`` (name, reads);
+    ``policies_for(provides)``, if given, names the policy options the task can feed (the fix).
     """
     t_name, t_gives = task
     p_name, p_needs, p_gives = policy
     missing = p_needs - t_gives
     if missing:
+        options = policies_for(t_gives) if policies_for is not None else []
+        fix = f"; pick a policy it can feed: {', '.join(options)}" if options else ""
         raise ConfigError(
             f"policy={p_name} needs {describe(missing)}; task={t_name} provides "
-            f"{listed(t_gives)} (docs/architecture.md: capabilities)"
+            f"{listed(t_gives)}{fix} (docs/architecture.md: capabilities)"
         )
     if judge is None:
         return

@@ -127,8 +127,8 @@ def test_cli_incompatible_policy_is_one_line_error(tmp_path):
     line = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
     assert line == [
         "error: policy=re needs an exploration protocol, a simulator (a scene and a start "
-        "pose); task=openeqa_em provides frames, open_answer, question "
-        "(docs/architecture.md: capabilities)"
+        "pose); task=openeqa_em provides frames, open_answer, question; pick a policy it can "
+        "feed: blind, imported, multiframe, single (docs/architecture.md: capabilities)"
     ]
     assert not (tmp_path / "run").exists()  # refused before the run dir is made
 

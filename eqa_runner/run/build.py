@@ -100,7 +100,28 @@ def check_capabilities(cfg: DictConfig) -> None:
         (str(cfg.task.get("name")), task[0]),
         (str(cfg.policy.get("name")), policy[0], policy[1]),
         (str(cfg.judge.get("name")), judge[0]) if judge is not None else None,
+        policies_for=policy_options_for,
     )
+
+
+def policy_options_for(provides: frozenset[str]) -> list[str]:
+    """The ``policy`` options (eqa_runner's and installed plugins') whose class needs only
+    what a task ``provides``: the fix a refused policy=… line offers."""
+    import yaml
+
+    from eqa_runner.registry import config_paths
+
+    fits = set()
+    for conf in (Path(__file__).resolve().parents[1] / "conf", *config_paths()):
+        for option in Path(conf, "policy").glob("*.yaml"):
+            try:
+                node = yaml.safe_load(option.read_text(encoding="utf-8"))
+                cls = _target_class(node if isinstance(node, dict) else None)
+            except (OSError, yaml.YAMLError):
+                continue
+            if cls is not None and frozenset(getattr(cls, "needs", ())) <= provides:
+                fits.add(option.stem)
+    return sorted(fits)
 
 
 _PINNED = re.compile(r"(\d{4}-?\d{2}-?\d{2}|-\d{3}$|@|:\d|-v\d|-\d{4}$)")
