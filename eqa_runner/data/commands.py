@@ -10,9 +10,11 @@ module); ``python -m eqa_runner.data check <benchmark> --help`` lists them. See 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from eqa_runner.data.sources import FetchError
+from eqa_runner.errors import DataError
 from eqa_runner.registry import benchmarks
 
 
@@ -56,6 +58,17 @@ def main(argv: list[str] | None = None) -> int:
     except FetchError as e:
         print(f"FAILED: {e}", file=sys.stderr)
         return 1
+    except DataError as e:
+        print(f"FAILED: {in_option_terms(str(e), args)}")
+        return 1
+
+
+def in_option_terms(message: str, args: argparse.Namespace) -> str:
+    """A data error names the run's keys (``task.data_dir``); here the command's options
+    (``--data-dir``) say the same, for each key the command has an option for."""
+    for key in vars(args):
+        message = re.sub(rf"\btask\.{key}\b", f"--{key.replace('_', '-')}", message)
+    return message
 
 
 if __name__ == "__main__":

@@ -245,3 +245,20 @@ def test_check_express_poses_lists_starts_off_the_floor(express_demo, tmp_path, 
     assert re.search(rf"episode {eid}: scene \S*{name}: start \[", out)
     assert out.count("is on no island (nothing navigable within 2 m)") == 1
     assert "off the floor" not in out
+
+
+@pytest.mark.parametrize("bench", ["openeqa", "express", "aeqa", "hmeqa"])
+def test_a_missing_file_names_the_check_commands_options(tmp_path, capsys, bench):
+    """The error is the run's (it names task.data_dir); the data command says --data-dir."""
+    assert datacmd.main(["check", bench, "--data-dir", str(tmp_path / "none")]) == 1
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("FAILED: ")]
+    assert "not found" in line and "Set --data-dir" in line, line
+    assert "task.data_dir" not in line and "task.questions_file" not in line, line
+
+
+def test_only_keys_the_command_has_become_options():
+    args = datacmd.build_parser().parse_args(["check", "hmeqa"])
+    line = "Set task.data_dir (or task.poses_file); task.data_dir_x stays"
+    assert datacmd.in_option_terms(line, args) == (
+        "Set --data-dir (or task.poses_file); task.data_dir_x stays"
+    )

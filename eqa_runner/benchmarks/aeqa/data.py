@@ -75,14 +75,9 @@ def add_check_args(p: argparse.ArgumentParser) -> None:
 
 
 def check(args: argparse.Namespace) -> int:
-    from eqa_runner.errors import DataError
-
-    try:
-        rep = check_aeqa(Path(args.data_dir), args.questions_file, args.scenes_dir,
-                         sim=args.sim)  # fmt: skip
-    except DataError as e:
-        print(f"FAILED: {e}")
-        return 1
+    """A DataError (a missing or unreadable file) is printed by the ``data`` command."""
+    rep = check_aeqa(Path(args.data_dir), args.questions_file, args.scenes_dir,
+                     sim=args.sim)  # fmt: skip
     print(rep.render())
     if not rep.ok and any(m.startswith("scene ") for m in rep.missing):
         steps = aeqa_instructions(args, rep.items)

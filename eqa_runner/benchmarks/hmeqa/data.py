@@ -119,14 +119,9 @@ def add_check_args(p: argparse.ArgumentParser) -> None:
 
 
 def check(args: argparse.Namespace) -> int:
-    from eqa_runner.errors import DataError
-
-    try:
-        rep, notes = check_hmeqa(Path(args.data_dir), args.questions_file, args.scenes_dir,
-                                 sim=args.sim)  # fmt: skip
-    except DataError as e:
-        print(f"FAILED: {e}")
-        return 1
+    """A DataError (a missing or unreadable file) is printed by the ``data`` command."""
+    rep, notes = check_hmeqa(Path(args.data_dir), args.questions_file, args.scenes_dir,
+                             sim=args.sim)  # fmt: skip
     print("\n".join([rep.render(), *notes]))
     if not rep.ok and rep.missing:
         print(f"\nTo stage the scenes:\n{hmeqa_instructions(Path(args.data_dir))}")

@@ -253,18 +253,13 @@ def add_check_args(c: argparse.ArgumentParser) -> None:
 
 
 def check(args: argparse.Namespace) -> int:
-    from eqa_runner.errors import DataError
-
-    try:
-        rep = check_openeqa(
-            Path(args.data_dir),
-            args.questions_file,
-            args.episodes_dir,
-            args.subset,
-            decode=not args.no_decode,
-        )
-    except DataError as e:
-        print(f"FAILED: {e}")
-        return 1
+    """A DataError (a missing or unreadable file) is printed by the ``data`` command."""
+    rep = check_openeqa(
+        Path(args.data_dir),
+        args.questions_file,
+        args.episodes_dir,
+        args.subset,
+        decode=not args.no_decode,
+    )
     print(rep.render())
     return 0 if rep.ok else 1

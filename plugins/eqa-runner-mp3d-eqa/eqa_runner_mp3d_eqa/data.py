@@ -93,13 +93,8 @@ def add_check_args(p: argparse.ArgumentParser) -> None:
 
 
 def check(args: argparse.Namespace) -> int:
-    from eqa_runner.errors import DataError
-
-    try:
-        rep, notes = check_mp3d_eqa(Path(args.data_dir), args.split, args.scenes_dir, args.sim)
-    except DataError as e:
-        print(f"FAILED: {e}")
-        return 1
+    """A DataError (a missing or unreadable file) is printed by the ``data`` command."""
+    rep, notes = check_mp3d_eqa(Path(args.data_dir), args.split, args.scenes_dir, args.sim)
     print("\n".join([rep.render(), *notes]))
     if rep.missing:
         print(f"\nTo stage the data:\n{instructions(Path(args.data_dir))}")
