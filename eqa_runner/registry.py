@@ -38,10 +38,10 @@ BUILTIN_PACKAGE = "eqa_runner.benchmarks"
 class Benchmark:
     """One benchmark: its config option, schemas and where its parts live.
 
-    ``data`` names a module with ``add_check_args(parser)`` and ``check(args) -> int`` (a
-    ``DataError`` it raises is printed in the command's option names) (and,
+    ``data`` names a module with ``add_check_args(parser)`` and ``check(args) -> int`` (and,
     when the benchmark can be downloaded, ``add_fetch_args(parser)`` and ``fetch(args) ->
-    int``); ``demo`` a function ``(out_dir: Path, seed: int) -> None`` writing a valid
+    int``; a ``DataError`` they raise is printed in the command's option names); ``demo`` a
+    function ``(out_dir: Path, seed: int) -> None`` writing a valid
     ``task.data_dir``. ``cli_name`` is the benchmark's name in ``data`` and ``demo`` commands.
     """
 
