@@ -11,7 +11,6 @@ Formulas: docs/statistics.md; how to use it to calibrate a judge: docs/judges.md
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +21,7 @@ import pandas as pd
 from eqa_runner.errors import ReportError
 from eqa_runner.records import EPISODES_FILE, SUMMARY_FILE, final_records, read_records
 from eqa_runner.report.compare import Scores, fmt_p, judge_for, run_scores
-from eqa_runner.report.runs import Run
+from eqa_runner.report.runs import Run, read_summary
 from eqa_runner.scoring.aggregate import clusters_of, interval_of
 from eqa_runner.scoring.stats import Agreement, Power, judge_agreement, power_analysis
 
@@ -110,7 +109,7 @@ def judge_runs(run: Run, *, method: str = "cluster", seed: int = 0) -> list[Judg
     for f in sorted(d.glob(f"{REJUDGED}*.jsonl")):
         tag = f.name[len(REJUDGED) : -len(".jsonl")]
         sfile = d / f"{SUMMARY_FILE.rsplit('.', 1)[0]}.rejudged-{tag}.json"
-        summary = json.loads(sfile.read_text(encoding="utf-8")) if sfile.is_file() else None
+        summary = read_summary(sfile)[0]
         model = ((summary or {}).get("models") or {}).get("judge") or tag
         out.append(_judge_scores(run, f, summary, str(model), method, seed))
     if len(out) < 2:

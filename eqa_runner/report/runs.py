@@ -195,16 +195,33 @@ def shard_of(run: Run) -> str | None:
     return str(s) if s else None
 
 
+def read_summary(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """A run's summary (None when absent), and why it could not be read (a truncated or
+    hand-edited file: the report then recomputes it from the records)."""
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError) as e:
+        return None, str(e).splitlines()[0]
+    if not isinstance(summary, dict):
+        return None, "not a JSON object"
+    return summary, None
+
+
 def load_run(run_dir: Path) -> Run:
     run_dir = Path(run_dir)
     summary: dict[str, Any] | None = None
     notes: list[str] = []
-    if (run_dir / SUMMARY_FILE).is_file():
-        summary = json.loads((run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
+    summary, unreadable = read_summary(run_dir / SUMMARY_FILE)
     config = load_config(run_dir, summary)
     run = Run(run_dir, summary or {}, config, load_choices(run_dir, config), [run_dir], notes)
     if summary is None:
-        notes.append("incomplete: no summary.json (killed or still running)")
+        notes.append(
+            f"{SUMMARY_FILE} unreadable ({unreadable}): recomputed from the records"
+            if unreadable
+            else f"incomplete: no {SUMMARY_FILE} (killed or still running)"
+        )
         run.summary = reaggregate(run, [run_dir])
     elif (summary.get("counts") or {}).get("missing"):
         notes.append(f"incomplete: {summary['counts']['missing']} episodes without a record")
@@ -234,21 +251,20 @@ def judge_for(config: dict[str, Any]) -> Any:
 def reaggregate(run: Run, dirs: list[Path]) -> dict[str, Any]:
     """A summary-like dict re-computed from the records of ``dirs`` with the run's judge."""
     from eqa_runner.run.summary import usage_totals
+    from eqa_runner.scoring.aggregate import intervals_note
 
     final = load_records(dirs)
     rcfg = run.section("run")
+    method, samples = str(rcfg.get("interval", "cluster")), int(rcfg.get("bootstrap_samples", 1000))
     agg = judge_for(run.config).aggregate(
-        final,
-        bootstrap_samples=int(rcfg.get("bootstrap_samples", 1000)),
-        seed=int(rcfg.get("seed", 0)),
+        final, bootstrap_samples=samples, seed=int(rcfg.get("seed", 0)), interval=method
     )
     ok = [r for r in final if r["status"] == "ok"]
     base = dict(run.summary)
     base.update(agg)
+    base["intervals"] = intervals_note(method, samples)  # as the run's summary would say
     selected = None
-    sums = [
-        json.loads((d / SUMMARY_FILE).read_text()) for d in dirs if (d / SUMMARY_FILE).is_file()
-    ]
+    sums = [s for d in dirs if (s := read_summary(d / SUMMARY_FILE)[0]) is not None]
     if len(sums) == len(dirs):
         selected = sum(int(s["counts"]["selected"]) for s in sums)
     base["counts"] = {

@@ -103,6 +103,34 @@ def test_run_table_and_shard_merge(env, tmp_path, capsys):
     assert len(df) == 2 and df["n"].tolist()[1] == 14 and df["n"].tolist()[0] < 14
 
 
+@pytest.mark.parametrize("damage", ["removed", "truncated", "not an object"])
+def test_a_run_without_a_readable_summary_is_recomputed_as_its_summary_says(
+    env, llm_server, tmp_path, damage
+):
+    """Killed before its summary, or the summary cut short / edited: the report recomputes the
+    row from the records with the run's own interval method (it was labelled i.i.d.) and
+    says why; a truncated summary was a traceback."""
+    llm_server.configure(rules=[  # marks that differ by question: intervals of some width
+        {"pattern": r"(?s)(?=.*Your mark)(?=.*object (1|3|4|8|12)\?)", "reply": "Your mark: 1"},
+        *RULES,
+    ])  # fmt: skip
+    out = env(tmp_path / "run", "policy=single", "run.bootstrap_samples=200")
+    ref = json.loads((out / "summary.json").read_text())
+    assert ref["intervals"]["method"] == "cluster"
+    if damage == "removed":
+        (out / "summary.json").unlink()
+    else:
+        (out / "summary.json").write_text('{"counts": {' if damage == "truncated" else "[1]")
+    (run_,) = load_runs([out])
+    assert run_.summary["intervals"] == ref["intervals"]
+    head, ref_head = run_.summary["headline"]["llm_match"], ref["headline"]["llm_match"]
+    assert ref_head["ci95"][0] < ref_head["mean"] < ref_head["ci95"][1]
+    assert head["mean"] == pytest.approx(ref_head["mean"])
+    assert head["ci95"] == pytest.approx(ref_head["ci95"])
+    why = "incomplete: no summary.json" if damage == "removed" else "summary.json unreadable ("
+    assert any(n.startswith(why) for n in run_.notes), run_.notes
+
+
 def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
