@@ -128,6 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as e:  # ReportError, and a bad imported file or override (--import)
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # a file it cannot read or write (--csv, --out, --export, a run's)
+        where = e.filename or "a file"
+        print(f"error: {where}: {e.strerror or e}; check the path, its permissions and the free "
+              "space", file=sys.stderr)  # fmt: skip
+        return 2
 
 
 def _upstream(args: argparse.Namespace) -> int:

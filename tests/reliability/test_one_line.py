@@ -114,6 +114,21 @@ def test_demo_into_a_place_it_cannot_write_is_one_line(tmp_path):
     assert blocker.read_text() == "not a directory"
 
 
+@pytest.mark.parametrize("flag", ["--csv", "--out"])
+def test_report_output_where_it_cannot_write_is_one_line(done_run, tmp_path, flag):  # noqa: F811
+    tally.add("bad inputs tried")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    target = blocker / ("t.csv" if flag == "--csv" else "export")
+    args = [str(done_run), flag, str(target)] + (["--export", "openeqa"] if flag == "--out" else [])
+    res = subprocess.run(
+        [sys.executable, "-m", "eqa_runner.report", *args],
+        cwd=ROOT, env=cli_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    line = _one_error_line(res)
+    assert line.startswith(f"error: {blocker}") and "check the path" in line
+
+
 def test_a_waypoint_no_scene_holds_is_unparsable_and_the_run_goes_on(
     compose_cfg, llm_server, express_demo, tmp_path
 ):
