@@ -53,6 +53,13 @@ def recorded_config(run_dir: Path) -> DictConfig:
 
 def load_run_config(run_dir: Path, overrides: list[str]) -> DictConfig:
     """The run's recorded config with judge overrides (``judge.model=...``) applied."""
+    from eqa_runner.llm.secrets import secret_overrides
+
+    refusal = secret_overrides(overrides)  # first: every other refusal quotes the override
+    if refusal:
+        from eqa_runner.errors import ConfigSecretError
+
+        raise ConfigSecretError(refusal)
     cfg = recorded_config(run_dir)
     for o in overrides:
         key = o.split("=", 1)[0].lstrip("+~") if "=" in o else ""
@@ -67,13 +74,6 @@ def load_run_config(run_dir: Path, overrides: list[str]) -> DictConfig:
         unknown = _unknown_key(cfg, key, adds=o.startswith("+"))
         if unknown:
             raise ConfigError(unknown)
-    from eqa_runner.llm.secrets import secret_overrides
-
-    refusal = secret_overrides(overrides)
-    if refusal:
-        from eqa_runner.errors import ConfigSecretError
-
-        raise ConfigSecretError(refusal)
     parsed = _parsed(overrides)
     _check_run_values([(k, v) for k, v in parsed if k.startswith("run.")])
     for key, value in parsed:
@@ -109,8 +109,12 @@ def _parsed(overrides: list[str]) -> list[tuple[str, Any]]:
     for text in overrides:
         try:
             o = parser.parse_override(text)
-        except HydraException as e:
-            raise ConfigError(f"{text}: {str(e).splitlines()[0]} (quote the value)") from None
+        except HydraException:  # its message quotes the value: name the key only
+            key = text.split("=", 1)[0]
+            raise ConfigError(
+                f"{key}=…: the value does not parse as an override (Hydra's grammar); quote it, "
+                f"e.g. '{key}=\"…\"'"
+            ) from None
         if o.is_sweep_override():
             raise ConfigError(f"{text}: rejudge takes one value per key (rejudge once per value)")
         out.append((o.key_or_group, o.value()))

@@ -85,7 +85,7 @@ def test_rejudge_refuses_an_added_judge_key_with_a_hint(done_run, override, need
         ("run.workers=0", "run.workers=0: must be >= 1"),
         ("run.bootstrap_samples=abc", "run.bootstrap_samples=abc: Value 'abc' of type 'str'"),
         ("judge.model=a,b", "judge.model=a,b: rejudge takes one value per key"),
-        ("judge.model=[1", "judge.model=[1: no viable alternative at input '[1' (quote the value)"),
+        ("judge.model=[1", "judge.model=…: the value does not parse as an override"),
     ],
 )
 def test_rejudge_reads_and_checks_values_as_the_run_command_does(done_run, override, line):  # noqa: F811
@@ -99,6 +99,19 @@ def test_rejudge_reads_and_checks_values_as_the_run_command_does(done_run, overr
     )  # fmt: skip
     assert _one_error_line(res).startswith(f"error: {line}")
     assert snapshot(done_run) == before
+
+
+@pytest.mark.parametrize("override", ["llm.api_key=hunter2-LEAKME", "+llm.token=hunter2-LEAKME"])
+def test_rejudge_never_echoes_a_credential_in_a_refused_override(done_run, override):  # noqa: F811
+    """The secret check runs before any refusal that quotes an override: a non-judge key was
+    refused with its value printed (the console's redaction only knows key-shaped values)."""
+    tally.add("bad inputs tried")
+    res = subprocess.run(
+        [sys.executable, "-m", "eqa_runner.rejudge", str(done_run), override, "--tag", "s"],
+        cwd=ROOT, env=cli_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    _one_error_line(res)
+    assert "LEAKME" not in res.stderr + res.stdout
 
 
 def test_demo_into_a_place_it_cannot_write_is_one_line(tmp_path):
