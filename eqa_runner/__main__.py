@@ -126,7 +126,7 @@ def main() -> None:
 def environment_error_line(exc: BaseException) -> str | None:
     """One line for a filesystem error that escaped (the path and the fix), else None."""
     if isinstance(exc, OSError) and getattr(exc, "filename", None):
-        from eqa_runner.run.rundir import os_error_line
+        from eqa_runner.errors import os_error_line
 
         return os_error_line(exc.filename, exc, "fix the path or its permissions and retry")
     return None

@@ -7,6 +7,9 @@ anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import errno
+from pathlib import Path
+
 
 class UserError(Exception):
     """Bad input or environment the user can fix; the message says how."""
@@ -36,3 +39,18 @@ class ConfigSecretError(UserError, ValueError):
 
 class ReportError(UserError, ValueError):
     """Nothing to report, or the inputs cannot be read."""
+
+
+def os_error_line(path: Path | str, e: OSError, fix: str) -> str:
+    """One line for a filesystem error: the path, what the OS said, and the fix."""
+    what = {
+        errno.ENOSPC: "no space left on the device",
+        errno.EDQUOT: "disk quota exceeded",
+        errno.EFBIG: "file too large (a file size limit)",
+        errno.EROFS: "read-only file system",
+        errno.EACCES: "permission denied",
+        errno.EPERM: "operation not permitted",
+        errno.ENOTDIR: "a part of the path is a file, not a directory",
+        errno.EEXIST: "exists and is not a directory",
+    }.get(e.errno or 0, e.strerror or type(e).__name__)
+    return f"{path}: {what}; {fix}"

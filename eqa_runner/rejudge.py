@@ -236,8 +236,7 @@ def check_writable_run_dir(run_dir: Path, tag: str) -> None:
     """Refuse (one line, nothing written) a run dir rejudge cannot write its files into."""
     import tempfile
 
-    from eqa_runner.errors import RunDirError
-    from eqa_runner.run.rundir import os_error_line
+    from eqa_runner.errors import RunDirError, os_error_line
 
     try:
         fd, probe = tempfile.mkstemp(prefix=".eqa_write_probe.", dir=run_dir)

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from eqa_runner.errors import os_error_line
 from eqa_runner.registry import benchmarks
 
 
@@ -41,9 +42,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         dirs = write_demo(args.out, args.seed, only=[args.only] if args.only else None)
     except OSError as e:  # an unwritable or full place: one line naming it, no traceback
-        where = e.filename or args.out
-        print(f"error: {where}: {e.strerror or e}; write the demo to a writable directory "
-              "with free space (python -m eqa_runner.demo <dir>)", file=sys.stderr)  # fmt: skip
+        fix = "write the demo to a writable directory with free space"
+        print(f"error: {os_error_line(e.filename or args.out, e, fix)}", file=sys.stderr)
         sys.exit(2)
     for name, d in dirs.items():
         print(f"{name}: task.data_dir={d}")

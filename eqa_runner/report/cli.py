@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from eqa_runner.errors import ReportError, UserError
+from eqa_runner.errors import ReportError, UserError, os_error_line
 from eqa_runner.records import gc_paused
 from eqa_runner.report.compare import (
     compare_table,
@@ -129,9 +129,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except OSError as e:  # a file it cannot read or write (--csv, --out, --export, a run's)
-        where = e.filename or "a file"
-        print(f"error: {where}: {e.strerror or e}; check the path, its permissions and the free "
-              "space", file=sys.stderr)  # fmt: skip
+        fix = "check the path, its permissions and the free space"
+        print(f"error: {os_error_line(e.filename or 'a file', e, fix)}", file=sys.stderr)
         return 2
 
 

@@ -336,8 +336,7 @@ def write_reports(
 def _write(dest: Path, html: str) -> None:
     """Write one report; a place it cannot be written (a read-only run dir) is one line naming
     it and the fix (``--html-out``), and nothing else is touched."""
-    from eqa_runner.errors import ReportError
-    from eqa_runner.run.rundir import os_error_line
+    from eqa_runner.errors import ReportError, os_error_line
 
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)

@@ -22,7 +22,7 @@ from typing import Any, cast
 
 from omegaconf import DictConfig
 
-from eqa_runner.errors import ConfigSecretError, DataError, RunDirError, UserError
+from eqa_runner.errors import ConfigSecretError, DataError, RunDirError, UserError, os_error_line
 from eqa_runner.llm import LLMClient
 from eqa_runner.llm.secrets import screen_values
 from eqa_runner.records import (
@@ -51,7 +51,6 @@ from eqa_runner.run.rundir import (
     check_writable_dir,
     config_container,
     label_run_dir,
-    os_error_line,
     release_run_log,
 )
 from eqa_runner.run.selection import select_episodes

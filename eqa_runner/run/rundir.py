@@ -15,7 +15,6 @@ existing directory byte-for-byte as it was):
 from __future__ import annotations
 
 import datetime as _dt
-import errno
 import logging
 import os
 import shutil
@@ -26,7 +25,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from eqa_runner import __version__
-from eqa_runner.errors import RunDirError
+from eqa_runner.errors import RunDirError, os_error_line
 from eqa_runner.llm.secrets import strip_urls
 from eqa_runner.records import write_json_atomic
 from eqa_runner.redact import redact
@@ -88,21 +87,6 @@ def remove_unlabelled_fresh_dirs() -> None:
         if d.is_dir() and not (d / PROVENANCE_FILE).exists():
             shutil.rmtree(d, ignore_errors=True)
     _fresh.clear()
-
-
-def os_error_line(path: Path | str, e: OSError, fix: str) -> str:
-    """One line for a filesystem error: the path, what the OS said, and the fix."""
-    what = {
-        errno.ENOSPC: "no space left on the device",
-        errno.EDQUOT: "disk quota exceeded",
-        errno.EFBIG: "file too large (a file size limit)",
-        errno.EROFS: "read-only file system",
-        errno.EACCES: "permission denied",
-        errno.EPERM: "operation not permitted",
-        errno.ENOTDIR: "a part of the path is a file, not a directory",
-        errno.EEXIST: "exists and is not a directory",
-    }.get(e.errno or 0, e.strerror or type(e).__name__)
-    return f"{path}: {what}; {fix}"
 
 
 def check_writable_dir(path: Path, *, key: str, create: bool = False) -> None:
