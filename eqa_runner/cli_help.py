@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from eqa_runner.registry import benchmarks, config_paths
+from eqa_runner.registry import benchmarks, option_files
 
 CONF = Path(__file__).resolve().parent / "conf"
 GROUPS = ("task", "policy", "llm", "judge", "sim", "experiment", "hydra/launcher")
@@ -47,8 +47,7 @@ def render_help() -> str:
 
 def group_options(group: str) -> list[str]:
     """A group's options: eqa_runner's own and those of installed plugins' config dirs."""
-    dirs = [CONF, *config_paths()]
-    return sorted({p.stem for d in dirs for p in (d / group).glob("*.yaml")})
+    return sorted({p.stem for p in option_files(group)})
 
 
 def benchmark_lines() -> list[str]:

@@ -215,3 +215,10 @@ def config_paths() -> list[Path]:
         else:
             out.append(Path(d.removeprefix("file://")))
     return out
+
+
+def option_files(group: str) -> list[Path]:
+    """The option files of a config group (``policy`` → ``…/policy/*.yaml``): eqa_runner's own
+    ``conf/`` and every benchmark's and plugin's config dir, in that order."""
+    dirs = [Path(__file__).resolve().parent / "conf", *config_paths()]
+    return [f for d in dirs for f in sorted((d / group).glob("*.yaml"))]

@@ -109,18 +109,17 @@ def policy_options_for(provides: frozenset[str]) -> list[str]:
     what a task ``provides``: the fix a refused policy=… line offers."""
     import yaml
 
-    from eqa_runner.registry import config_paths
+    from eqa_runner.registry import option_files
 
     fits = set()
-    for conf in (Path(__file__).resolve().parents[1] / "conf", *config_paths()):
-        for option in Path(conf, "policy").glob("*.yaml"):
-            try:
-                node = yaml.safe_load(option.read_text(encoding="utf-8"))
-                cls = _target_class(node if isinstance(node, dict) else None)
-            except (OSError, yaml.YAMLError):
-                continue
-            if cls is not None and frozenset(getattr(cls, "needs", ())) <= provides:
-                fits.add(option.stem)
+    for option in option_files("policy"):
+        try:
+            node = yaml.safe_load(option.read_text(encoding="utf-8"))
+            cls = _target_class(node if isinstance(node, dict) else None)
+        except (OSError, yaml.YAMLError):
+            continue
+        if cls is not None and frozenset(getattr(cls, "needs", ())) <= provides:
+            fits.add(option.stem)
     return sorted(fits)
 
 
