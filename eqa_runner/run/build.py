@@ -148,10 +148,11 @@ def build_sim(cfg: DictConfig) -> Simulator:
     """The run's simulator from ``cfg.sim`` (built inside the job; the run closes it);
     ``sim.instances=N`` > 1 builds N of them as one :class:`SimulatorPool`."""
     node = cfg.sim
-    n = int(node.get("instances", 1) or 1)
-    if "instances" in node:
-        kept = cast(dict[str, Any], OmegaConf.to_container(node, resolve=True))
-        node = OmegaConf.create({k: v for k, v in kept.items() if k != "instances"})
+    if "instances" not in node:  # a simulator whose schema has no sim.instances: one
+        return build(node, Simulator, "sim")
+    kept = cast(dict[str, Any], OmegaConf.to_container(node, resolve=True))
+    n = int(kept.pop("instances"))
+    node = OmegaConf.create(kept)
     sims = [build(node, Simulator, "sim") for _ in range(n)]
     if n == 1:
         return sims[0]

@@ -145,7 +145,7 @@ def _claim_run_dir(config: DictConfig) -> None:
     from eqa_runner.run.rundir import check_writable_dir, note_fresh_dir
 
     run_dir = Path(str(config.hydra.run.dir))
-    if config.get("run", {}).get("output_dir"):
+    if OmegaConf.select(config, "run.output_dir"):
         return  # the run writes elsewhere (run.output_dir); Hydra's dir only holds run.log
     if _user_set(config, "hydra.run.dir"):
         check_writable_dir(run_dir, key="hydra.run.dir")
