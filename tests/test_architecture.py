@@ -31,6 +31,7 @@ def _lint_imports(cwd: Path) -> subprocess.CompletedProcess[str]:
     return _run(["-c", LINT_IMPORTS, "--no-cache"], cwd)
 
 
+@pytest.mark.slow
 def test_layer_contracts_are_kept():
     proc = _lint_imports(ROOT)
     out = proc.stdout + proc.stderr
@@ -52,6 +53,7 @@ def _append(path: Path, line: str) -> None:
     path.write_text(path.read_text(encoding="utf-8") + f"\n{line}\n", encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_an_upward_import_breaks_the_layers(package_copy: Path):
     # the simulator layer must not import the run layer above it
     _append(package_copy / "eqa_runner" / "sim" / "geometry.py", "import eqa_runner.run.context")
@@ -62,6 +64,7 @@ def test_an_upward_import_breaks_the_layers(package_copy: Path):
     assert "eqa_runner.sim.geometry -> eqa_runner.run.context" in out
 
 
+@pytest.mark.slow
 def test_a_sibling_cycle_breaks_the_acyclic_contract(package_copy: Path):
     # inside one package (no layer crossed): mesh imports geometry; geometry importing mesh
     # closes a cycle between the two sibling modules

@@ -102,6 +102,7 @@ def _cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_cli_help_and_cfg_job():
     res = _cli("--help")
     assert res.returncode == 0 and "eqa_runner: run one Embodied Question Answering" in res.stdout
@@ -116,6 +117,7 @@ def test_cli_help_and_cfg_job():
     assert "strategy: middle" in res.stdout and "_target_: eqa_runner.benchmarks" in res.stdout
 
 
+@pytest.mark.slow
 def test_cli_incompatible_policy_is_one_line_error(tmp_path):
     res = _cli(
         "task=openeqa_em",
@@ -133,6 +135,7 @@ def test_cli_incompatible_policy_is_one_line_error(tmp_path):
     assert not (tmp_path / "run").exists()  # refused before the run dir is made
 
 
+@pytest.mark.slow
 def test_cli_multirun_offline(tmp_path):
     from tests.helpers.datasets import make_openeqa_dataset
 

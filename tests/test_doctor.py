@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
 
 
@@ -19,6 +21,7 @@ def _doctor(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProce
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_doctor_mesh_node_is_ready_and_names_only_key_names(tmp_path: Path) -> None:
     (tmp_path / "data" / "openeqa").mkdir(parents=True)
     proc = _doctor(tmp_path, OPENAI_API_KEY="sk-secret-value-123", NUMBA_CACHE_DIR=str(tmp_path))
@@ -35,6 +38,7 @@ def test_doctor_mesh_node_is_ready_and_names_only_key_names(tmp_path: Path) -> N
     assert "jit: numba kernels OK (loaded from cache in" in again.stdout, again.stdout
 
 
+@pytest.mark.slow
 def test_doctor_habitat_absent_cannot_run(tmp_path: Path) -> None:
     proc = _doctor(tmp_path, "--sim", "habitat")
     assert proc.returncode == 1

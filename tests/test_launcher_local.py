@@ -133,6 +133,7 @@ def test_sweep_over_policies_the_default_policy_cannot_run(tmp_path: Path, expre
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.slow
 def test_sweep_over_a_mismatched_fixed_policy_is_refused_at_start(tmp_path: Path) -> None:
     """Without a swept component, the base config is the jobs' config: a misfit is refused
     before any job starts, in one line."""

@@ -111,6 +111,7 @@ def test_the_direct_path_honours_http_proxy_and_no_proxy(llm_server, monkeypatch
         assert _Proxy.seen == [f"{llm_server.url}/chat/completions"]
 
 
+@pytest.mark.slow
 def test_litellm_import_graph_is_frozen_out_of_garbage_collection():
     code = (
         "import gc; from eqa_runner.llm import load_litellm; n = gc.get_freeze_count(); "

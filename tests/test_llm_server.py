@@ -213,6 +213,7 @@ def test_admin_endpoints_and_keepalive() -> None:
         assert [e["index"] for e in srv.requests] == [2, 3]
 
 
+@pytest.mark.slow
 def test_cli_subprocess(tmp_path: Path) -> None:
     cfg, port_file = tmp_path / "rules.json", tmp_path / "port"
     cfg.write_text(json.dumps([{"pattern": "ping", "reply": "pong"}]))

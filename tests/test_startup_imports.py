@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT
 
 HEAVY = ("litellm", "open3d", "habitat_sim", "pandas", "numba", "sklearn", "mlflow", "wandb")
@@ -30,14 +32,17 @@ def _heavy_after(*args: str) -> str:
     return proc.stdout.strip().splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_cfg_job_imports_no_heavy_library_for_fbe() -> None:
     assert _heavy_after("task=express", "policy=fbe") == "HEAVY []"
 
 
+@pytest.mark.slow
 def test_cfg_job_imports_no_heavy_library_for_openeqa() -> None:
     assert _heavy_after("task=openeqa_em", "policy=multiframe") == "HEAVY []"
 
 
+@pytest.mark.slow
 def test_cfg_job_with_trackers_imports_no_tracker_library() -> None:
     assert _heavy_after("task=express", "policy=fbe", "logger=[csv,mlflow,wandb]") == "HEAVY []"
 
@@ -53,6 +58,7 @@ print("HEAVY", sorted(m for m in ("litellm", "numba", "open3d", "sklearn") if m 
 """
 
 
+@pytest.mark.slow
 def test_fbe_dry_run_imports_neither_numba_nor_litellm(tmp_path) -> None:
     """The planner's numba kernels load when a run opens the policy, not when a dry run builds
     it (numba costs about half a second of a dry run's budget)."""

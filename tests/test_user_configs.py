@@ -78,6 +78,7 @@ def test_user_presets_compose_via_hydra_searchpath(lab_conf: Path) -> None:
     assert cfg.hydra.launcher.max_num_timeout == 3  # the project's slurm.yaml under the lab's
 
 
+@pytest.mark.slow
 def test_user_presets_compose_via_config_dir(lab_conf: Path, tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "eqa_runner", "--config-dir", str(lab_conf),
            "llm=lab-qwen", "policy=lab_multiframe", "--cfg", "job"]  # fmt: skip
@@ -87,6 +88,7 @@ def test_user_presets_compose_via_config_dir(lab_conf: Path, tmp_path: Path) -> 
     assert "num_frames: 8" in proc.stdout
 
 
+@pytest.mark.slow
 def test_a_typo_in_a_user_preset_fails_at_composition(lab_conf: Path, tmp_path: Path) -> None:
     """The user's preset is checked against the same schema as the project's."""
     (lab_conf / "llm" / "lab-typo.yaml").write_text(LAB_LLM + "max_tokenz: 10\n")

@@ -39,6 +39,7 @@ def lab_conf(tmp_path: Path) -> Path:
     return tmp_path / "lab"
 
 
+@pytest.mark.slow
 def test_a_new_policy_yaml_with_a_capable_policy_runs(lab_conf: Path, tmp_path: Path) -> None:
     data = make_openeqa_dataset(tmp_path / "data", n_questions=3)
     run_dir = tmp_path / "run"
@@ -50,6 +51,7 @@ def test_a_new_policy_yaml_with_a_capable_policy_runs(lab_conf: Path, tmp_path: 
     assert records and "an answer to:" in records[0].read_text()
 
 
+@pytest.mark.slow
 def test_a_policy_the_task_cannot_feed_is_one_line_before_the_run_dir(
     lab_conf: Path, tmp_path: Path
 ) -> None:

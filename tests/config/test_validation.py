@@ -115,6 +115,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
         ("run.limt=3", "error: run.limt: unknown key; did you mean run.limit? (`--cfg job` lists"),
     ],
 )
+@pytest.mark.slow
 def test_cli_prints_one_line_and_makes_no_run_dir(tmp_path, override, line):
     run_dir = tmp_path / "run"
     res = _cli(override, f"hydra.run.dir={run_dir}")
@@ -124,6 +125,7 @@ def test_cli_prints_one_line_and_makes_no_run_dir(tmp_path, override, line):
     assert not run_dir.exists(), "the check runs before Hydra makes the run directory"
 
 
+@pytest.mark.slow
 def test_cli_sweep_checks_before_the_sweep_dir(tmp_path):
     sweep = tmp_path / "sweep"
     res = _cli("-m", "policy=blind,single", "run.workers=0", f"hydra.sweep.dir={sweep}")

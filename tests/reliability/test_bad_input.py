@@ -65,6 +65,7 @@ def _assert_errors_only_in_hm3d(tmp_path: Path, out: dict, error_type: str, *nee
 # --- question file ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_question_file_not_json_cli_exit_2_names_file(tmp_path, data):
     (data / "open-eqa-v0.json").write_text('[{"question_id": "q0",')
     res = run_cli(
@@ -212,6 +213,7 @@ def test_unknown_episode_id_in_selection(compose_cfg, data):
         ("judge=llm_mtach", "judge", ["llm_match"]),
     ],
 )
+@pytest.mark.slow
 def test_unknown_group_option_names_it_and_the_choices(tmp_path, override, group, valid):
     tally.add("bad inputs tried")
     res = run_cli([override, f"hydra.run.dir={tmp_path / 'run'}"], timeout=60)

@@ -69,6 +69,7 @@ def _scored(tmp_path: Path, data: Path, source: Path, *extra: str):
         ("no_provenance", "no readable provenance.json"),
     ],
 )
+@pytest.mark.slow
 def test_a_blind_source_that_is_not_a_finished_aeqa_blind_run_is_refused(
     tmp_path, aeqa_data, runs, source, needle
 ):
@@ -86,6 +87,7 @@ def test_a_blind_source_that_is_not_a_finished_aeqa_blind_run_is_refused(
     assert not run_dir.exists()
 
 
+@pytest.mark.slow
 def test_a_blind_run_over_another_question_file_is_refused(tmp_path, aeqa_data, runs):
     tally.add("bad inputs tried")
     data = tmp_path / "data"
@@ -101,6 +103,7 @@ def test_a_blind_run_over_another_question_file_is_refused(tmp_path, aeqa_data, 
     assert not run_dir.exists()
 
 
+@pytest.mark.slow
 def test_a_finished_blind_run_over_the_same_questions_is_accepted(tmp_path, aeqa_data, runs):
     res, run_dir = _scored(tmp_path, aeqa_data, runs["blind"], "run.limit=2")
     assert res.returncode == 0, res.stderr[-2000:]
@@ -147,6 +150,7 @@ def test_an_error_record_is_never_a_number_in_the_headline(tmp_path, etype):
         assert out["counts_aeqa"]["errors_excluded"] == 1
 
 
+@pytest.mark.slow
 def test_the_summary_states_how_errors_are_treated(tmp_path, aeqa_data):
     """A run whose only episode fails: the headline is empty and the summary says once, in
     ``errors_note``, that an error is never scored under any rule."""

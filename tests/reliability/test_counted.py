@@ -20,6 +20,7 @@ from tests.reliability.test_trust import OFFLINE, done_run, small_data  # noqa: 
         ("+task.foo=1", "task has no key foo"),
     ],
 )
+@pytest.mark.slow
 def test_an_added_key_no_schema_has_is_refused_with_a_hint(tmp_path, small_data, override, hint):  # noqa: F811
     tally.add("bad inputs tried")
     run_dir = tmp_path / "run"
@@ -30,6 +31,7 @@ def test_an_added_key_no_schema_has_is_refused_with_a_hint(tmp_path, small_data,
     assert not run_dir.exists()
 
 
+@pytest.mark.slow
 def test_free_form_maps_still_take_any_added_key(tmp_path, small_data):  # noqa: F811
     res = run_cli([f"task.data_dir={small_data}", *OFFLINE, f"hydra.run.dir={tmp_path / 'r'}",
                    "+llm.extra_params.user=team-a", "run.limit=1"])  # fmt: skip

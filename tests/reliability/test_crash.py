@@ -129,6 +129,7 @@ def _trials(tmp_path, setup, n: int, seed: int, *, cli_resume: bool, caplog) -> 
     assert sum(k for k, _, _ in results) >= n - 1, "almost every trial killed a running process"
 
 
+@pytest.mark.slow
 def test_two_kill_resume_trials(tmp_path, crash_setup, caplog):
     """Quick version: the killed run is the CLI; the resume runs in-process (same code path)."""
     _trials(tmp_path, crash_setup, 2, seed=7, cli_resume=False, caplog=caplog)
@@ -140,6 +141,7 @@ def test_ten_kill_resume_trials(tmp_path, crash_setup, caplog):
     _trials(tmp_path, crash_setup, 10, seed=2024, cli_resume=True, caplog=caplog)
 
 
+@pytest.mark.slow
 def test_second_process_on_the_same_run_dir_is_refused(tmp_path, llm_server):
     data = make_openeqa_dataset(
         tmp_path / "d", n_questions=8, n_episodes=2, frames=2, size=(32, 24)

@@ -46,6 +46,7 @@ def _refused(res, run_dir: Path, before: dict[str, str], *needles: str) -> None:
     assert snapshot(run_dir) == before, "the run dir is unchanged"
 
 
+@pytest.mark.slow
 def test_resume_with_another_questions_file_is_refused_naming_it(tmp_path, data, done):
     other = tmp_path / "other"
     shutil.copytree(data, other)
@@ -58,6 +59,7 @@ def test_resume_with_another_questions_file_is_refused_naming_it(tmp_path, data,
     _refused(res, done, before, "questions_sha256", "another config")
 
 
+@pytest.mark.slow
 def test_moved_data_with_the_same_content_and_plumbing_never_block_a_resume(tmp_path, data, done):
     moved = tmp_path / "moved"
     shutil.copytree(data, moved)
@@ -78,6 +80,7 @@ def _prompts_dir(tmp_path: Path, change: bool) -> Path:
     return d
 
 
+@pytest.mark.slow
 def test_resume_with_another_prompts_dir_content_is_refused(tmp_path, data, done):
     before = snapshot(done)
     pdir = _prompts_dir(tmp_path, change=True)
@@ -95,6 +98,7 @@ def test_prompt_files_are_original_only_by_content_hash(tmp_path):
     assert load_prompt(SHIPPED, "mmbench").record()["source"] == "eqa_runner"
 
 
+@pytest.mark.slow
 def test_prompts_dir_run_is_labelled_user_supplied(tmp_path, data):
     run_dir = tmp_path / "run"
     pdir = _prompts_dir(tmp_path, change=True)
@@ -107,6 +111,7 @@ def test_prompts_dir_run_is_labelled_user_supplied(tmp_path, data):
     assert all(not p["benchmark_original"] for p in s["prompts"].values())
 
 
+@pytest.mark.slow
 def test_records_without_provenance_need_an_explicit_adopt(data, done):
     (done / "provenance.json").unlink()
     before = snapshot(done)
@@ -124,6 +129,7 @@ def test_records_without_provenance_need_an_explicit_adopt(data, done):
     assert prov["adopted"] is True and prov["inputs"]["data"]
 
 
+@pytest.mark.slow
 def test_provenance_is_written_before_the_first_record_with_input_hashes(done):
     prov = json.loads((done / "provenance.json").read_text())
     assert set(prov["inputs"]) == {"data", "prompts", "judge"}
@@ -150,6 +156,7 @@ def _judged_run(tmp_path: Path, data: Path, srv) -> Path:
     return run_dir
 
 
+@pytest.mark.slow
 def test_another_judge_under_the_same_tag_is_refused(tmp_path, data, llm_server):
     from eqa_runner.rejudge import rejudge
 
@@ -168,6 +175,7 @@ def test_another_judge_under_the_same_tag_is_refused(tmp_path, data, llm_server)
     assert (run_dir / "provenance.rejudged-t2.json").is_file()
 
 
+@pytest.mark.slow
 def test_paired_delta_of_a_rejudged_row_comes_from_its_records(tmp_path, data, llm_server):
     from eqa_runner.rejudge import rejudge
     from eqa_runner.report.compare import paired_differences

@@ -75,6 +75,7 @@ def test_five_interrupt_resume_trials(tmp_path, crash_setup, sig):  # noqa: F811
           results)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_capped_run_stops_at_its_cap_then_resumes_with_the_cap_raised(tmp_path, llm_server):
     from tests.conftest import server_overrides
     from tests.helpers.datasets import make_openeqa_dataset

@@ -76,6 +76,7 @@ def hmeqa_data(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_an_id_listed_twice_in_an_aeqa_id_list_runs_once_and_is_counted(tmp_path, aeqa_data):
     """The id list names demo-aeqa-000-01 twice: it used to run twice (counts 3, headline n 2)."""
     tally.add("bad inputs tried")
@@ -168,6 +169,7 @@ def test_hmeqa_duplicate_or_all_padding_options_are_refused(tmp_path, hmeqa_data
     assert msg.startswith(f"{q}: line 3: field choices: ") and needle in msg, msg
 
 
+@pytest.mark.slow
 def test_an_id_twice_in_run_episodes_runs_once_with_a_warning(tmp_path, aeqa_data):
     tally.add("bad inputs tried")
     run_dir = tmp_path / "r"

@@ -43,6 +43,7 @@ def aeqa_data(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_blind_fallback_without_the_blind_run_is_one_line(tmp_path, aeqa_data):
     tally.add("bad inputs tried")
     run_dir = tmp_path / "run"
@@ -65,6 +66,7 @@ def test_blind_fallback_without_the_blind_run_is_one_line(tmp_path, aeqa_data):
         ("+judge.extra_params.user=a", "the run's config has no judge.extra_params"),
     ],
 )
+@pytest.mark.slow
 def test_rejudge_refuses_an_added_judge_key_with_a_hint(done_run, override, needle):  # noqa: F811
     tally.add("bad inputs tried")
     before = snapshot(done_run)
@@ -88,6 +90,7 @@ def test_rejudge_refuses_an_added_judge_key_with_a_hint(done_run, override, need
         ("judge.model=[1", "judge.model=…: the value does not parse as an override"),
     ],
 )
+@pytest.mark.slow
 def test_rejudge_reads_and_checks_values_as_the_run_command_does(done_run, override, line):  # noqa: F811
     """Hydra's grammar (``judge.model=`` is empty, not null), the schemas' rules (the run
     command refuses ``run.workers=0`` too), one line, nothing written."""
@@ -102,6 +105,7 @@ def test_rejudge_reads_and_checks_values_as_the_run_command_does(done_run, overr
 
 
 @pytest.mark.parametrize("override", ["llm.api_key=hunter2-LEAKME", "+llm.token=hunter2-LEAKME"])
+@pytest.mark.slow
 def test_rejudge_never_echoes_a_credential_in_a_refused_override(done_run, override):  # noqa: F811
     """The secret check runs before any refusal that quotes an override: a non-judge key was
     refused with its value printed (the console's redaction only knows key-shaped values)."""
@@ -114,6 +118,7 @@ def test_rejudge_never_echoes_a_credential_in_a_refused_override(done_run, overr
     assert "LEAKME" not in res.stderr + res.stdout
 
 
+@pytest.mark.slow
 def test_demo_into_a_place_it_cannot_write_is_one_line(tmp_path):
     tally.add("bad inputs tried")
     blocker = tmp_path / "a-file"
@@ -128,6 +133,7 @@ def test_demo_into_a_place_it_cannot_write_is_one_line(tmp_path):
 
 
 @pytest.mark.parametrize("flag", ["--csv", "--out"])
+@pytest.mark.slow
 def test_report_output_where_it_cannot_write_is_one_line(done_run, tmp_path, flag):  # noqa: F811
     tally.add("bad inputs tried")
     blocker = tmp_path / "a-file"
@@ -184,6 +190,7 @@ def deep_choices(tmp_path) -> Path:
     return data
 
 
+@pytest.mark.slow
 def test_choices_nested_30000_deep_is_a_data_error_naming_file_and_line(tmp_path, deep_choices):
     from eqa_runner.benchmarks.hmeqa.task import load_poses, load_questions
 
@@ -206,6 +213,7 @@ def test_choices_nested_30000_deep_is_a_data_error_naming_file_and_line(tmp_path
     assert f"{q}: line 3: field choices is not a list literal" in check.stdout + check.stderr
 
 
+@pytest.mark.slow
 def test_rejudge_and_report_on_a_read_only_run_dir_are_one_line(tmp_path, done_run):  # noqa: F811
     tally.add("bad inputs tried")
     with read_only(tmp_path / "ro", done_run) as run_dir:
@@ -236,6 +244,7 @@ def test_rejudge_and_report_on_a_read_only_run_dir_are_one_line(tmp_path, done_r
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)],
                          ids=["SIGINT", "SIGTERM"])  # fmt: skip
+@pytest.mark.slow
 def test_a_signalled_rejudge_keeps_what_was_judged_and_resumes(tmp_path, llm_server, sig, code):
     data = make_openeqa_dataset(tmp_path / "d", n_questions=10, n_episodes=1, frames=2)
     run_dir = tmp_path / "run"

@@ -17,6 +17,7 @@ from tests.reliability.conftest import run_cli
 from tests.reliability.test_trust import OFFLINE, small_data  # noqa: F401 - fixture
 
 
+@pytest.mark.slow
 def test_a_sweep_rerun_with_a_larger_limit_continues_its_dirs(tmp_path, small_data):  # noqa: F811
     sweep = tmp_path / "sweep"
     base = ["-m", f"task.data_dir={small_data}", *OFFLINE, "policy=blind,multiframe",
@@ -33,6 +34,7 @@ def test_a_sweep_rerun_with_a_larger_limit_continues_its_dirs(tmp_path, small_da
         assert len(recs) == 4 and len({r["episode_id"] for r in recs}) == 4, name
 
 
+@pytest.mark.slow
 def test_run_resume_on_a_dir_without_records_says_so(tmp_path, small_data):  # noqa: F811
     run_dir = tmp_path / "typo"
     res = run_cli([f"task.data_dir={small_data}", *OFFLINE, "run.limit=1", "run.resume=true",
@@ -68,6 +70,7 @@ def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
 
 
+@pytest.mark.slow
 def test_an_untracked_module_in_the_package_makes_the_stamp_dirty(tmp_path):
     from eqa_runner.run.summary import git_state
 

@@ -47,6 +47,7 @@ def _refused_without_trace(res, run_dir: Path, secret: str, field: str) -> None:
 
 
 @pytest.mark.parametrize("value", [HF_KEY, HEX_KEY, "sk_live_" + "Ab3" * 8])
+@pytest.mark.slow
 def test_key_pasted_into_an_env_field_is_refused_masked(tmp_path, data, value):
     run_dir = tmp_path / "run"
     res = run_cli(
@@ -74,6 +75,7 @@ def test_credential_names_are_matched_by_parts(key):
     assert credential_problem(key, "0c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f") is not None
 
 
+@pytest.mark.slow
 def test_credential_header_on_the_command_line_is_refused(tmp_path, data):
     run_dir = tmp_path / "run"
     res = run_cli(
@@ -105,6 +107,7 @@ def test_credential_query_keys_in_urls_are_refused(query):
 # --- defect 4: the hydra node ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_hydra_env_set_on_the_command_line_is_refused(tmp_path, data):
     run_dir = tmp_path / "run"
     res = run_cli(
@@ -114,6 +117,7 @@ def test_hydra_env_set_on_the_command_line_is_refused(tmp_path, data):
     _refused_without_trace(res, run_dir, HEX_KEY, "HF_TOKEN")
 
 
+@pytest.mark.slow
 def test_hydra_env_set_in_a_config_file_is_refused(tmp_path, data):
     conf = tmp_path / "conf" / "local"
     conf.mkdir(parents=True)
@@ -160,6 +164,7 @@ class _EchoAuth(BaseHTTPRequestHandler):
         pass
 
 
+@pytest.mark.slow
 def test_key_echoed_in_an_endpoint_error_is_redacted_everywhere(tmp_path, data):
     srv = ThreadingHTTPServer(("127.0.0.1", 0), _EchoAuth)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
@@ -221,6 +226,7 @@ def test_random_tokens_are_still_recognised():
     assert caught >= 0.95 * len(tokens)
 
 
+@pytest.mark.slow
 def test_long_camel_case_run_name_runs(tmp_path, data):
     run_dir = tmp_path / "run"
     res = run_cli(

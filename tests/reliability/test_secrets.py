@@ -35,6 +35,7 @@ def _files(*roots: Path) -> list[Path]:
     return [p for r in roots if r.exists() for p in r.rglob("*") if p.is_file()]
 
 
+@pytest.mark.slow
 def test_keys_from_the_environment_never_reach_any_output(tmp_path, llm_server):
     data = make_openeqa_dataset(tmp_path / "d", n_questions=8, n_episodes=2, frames=3)
     llm_server.configure(rules=RULES, fault_rate=0.2, faults=["500", "429"], retry_after_s=0.1)
@@ -74,6 +75,7 @@ def test_keys_from_the_environment_never_reach_any_output(tmp_path, llm_server):
         "++llm.api_key=sk-test-SECRET999-in-config",
     ],
 )
+@pytest.mark.slow
 def test_key_as_a_config_value_is_refused_before_anything_is_written(tmp_path, override):
     run_dir = tmp_path / "run"
     res = run_cli(
@@ -86,6 +88,7 @@ def test_key_as_a_config_value_is_refused_before_anything_is_written(tmp_path, o
     assert not run_dir.exists(), "Hydra wrote nothing: the key never reached .hydra/"
 
 
+@pytest.mark.slow
 def test_null_api_key_override_is_allowed(tmp_path):
     res = run_cli(
         ["llm=offline", "judge.model=offline", "llm.api_key=null", "run.dry_run=true",
@@ -95,6 +98,7 @@ def test_null_api_key_override_is_allowed(tmp_path):
     assert "api_key" not in res.stderr, res.stderr
 
 
+@pytest.mark.slow
 def test_key_in_a_config_file_is_refused_before_the_run_dir_is_made(tmp_path):
     conf = tmp_path / "conf" / "local"
     conf.mkdir(parents=True)

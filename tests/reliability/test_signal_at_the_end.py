@@ -53,6 +53,7 @@ def _run(tmp_path: Path, signals: str) -> tuple[subprocess.CompletedProcess[str]
 
 
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+@pytest.mark.slow
 def test_one_signal_while_the_summary_is_written_stops_the_run_with_its_line(tmp_path, sig):
     proc, run_dir = _run(tmp_path, sig)
     assert proc.returncode == CODES[sig], proc.stderr[-3000:]
@@ -64,6 +65,7 @@ def test_one_signal_while_the_summary_is_written_stops_the_run_with_its_line(tmp
 
 
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+@pytest.mark.slow
 def test_a_second_signal_while_the_summary_is_written_exits_at_once(tmp_path, sig):
     proc, run_dir = _run(tmp_path, f"{sig},{sig}")
     assert proc.returncode == CODES[sig], proc.stderr[-3000:]

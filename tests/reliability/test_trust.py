@@ -56,6 +56,7 @@ def done_run(tmp_path_factory, small_data) -> Path:
         (["run.resume=true", "run.seed=7"], "run.seed"),
     ],
 )
+@pytest.mark.slow
 def test_resume_with_another_config_is_refused_and_leaves_the_dir_as_it_was(
     done_run, small_data, extra, key
 ):
@@ -69,6 +70,7 @@ def test_resume_with_another_config_is_refused_and_leaves_the_dir_as_it_was(
     tally.add("runs mislabelled", int(snapshot(done_run) != before))
 
 
+@pytest.mark.slow
 def test_run_dir_records_its_fingerprint_and_plumbing_may_change_on_resume(done_run, small_data):
     prov = json.loads((done_run / "provenance.json").read_text())
     assert len(prov["fingerprint"]) == 64 and "run.workers" not in prov["config"]
@@ -105,6 +107,7 @@ SECRET = "sk-proj-SECRET314abcdefghijklmnopqrstu"
         f"judge.api_key_env={SECRET}",
     ],
 )
+@pytest.mark.slow
 def test_credentials_in_any_value_are_refused_before_anything_is_written(
     tmp_path, small_data, override
 ):
@@ -119,6 +122,7 @@ def test_credentials_in_any_value_are_refused_before_anything_is_written(
     assert not run_dir.exists(), "nothing was written"
 
 
+@pytest.mark.slow
 def test_key_in_a_config_file_is_refused_before_the_run_dir_is_made(tmp_path, small_data):
     conf = tmp_path / "conf" / "local"
     conf.mkdir(parents=True)
@@ -160,6 +164,7 @@ def test_urls_are_written_without_userinfo():
         ("judge.model=openai/gpt-4o", "pin a dated snapshot"),
     ],
 )
+@pytest.mark.slow
 def test_nonsense_values_are_refused_up_front(tmp_path, small_data, override, needle):
     tally.add("bad inputs tried")
     run_dir = tmp_path / "run"
@@ -256,6 +261,7 @@ def test_failing_cache_write_warns_once_and_keeps_going(tmp_path, caplog):
     assert caplog.text.count("model cache: cannot write") == 1
 
 
+@pytest.mark.slow
 def test_unusable_cache_dir_is_refused_at_start(tmp_path, small_data):
     tally.add("bad inputs tried")
     blocker = tmp_path / "file"
@@ -272,6 +278,7 @@ def test_unusable_cache_dir_is_refused_at_start(tmp_path, small_data):
 # --- 7. exit codes, filesystem errors ---------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_episode_failed_exits_1(tmp_path, small_data, llm_server):
     llm_server.configure(rules=[{"pattern": ".", "reply": "x", "fault": "500"}])
     res = run_cli(
@@ -283,6 +290,7 @@ def test_every_episode_failed_exits_1(tmp_path, small_data, llm_server):
 
 
 @pytest.mark.parametrize("case", ["file", "readonly", "prompts", "transport"])
+@pytest.mark.slow
 def test_environment_errors_are_one_line_naming_the_path(tmp_path, small_data, case):
     tally.add("bad inputs tried")
     run_dir = tmp_path / "run"
@@ -302,6 +310,7 @@ def test_environment_errors_are_one_line_naming_the_path(tmp_path, small_data, c
     assert want in err[0]
 
 
+@pytest.mark.slow
 def test_full_disk_mid_run_is_one_line_and_keeps_what_was_written(tmp_path, small_data):
     """A write that fails mid-run (here: a 7 kB file-size limit, the same OSError path as a
     full disk) stops the run with one line; the records written before it stay."""
@@ -334,6 +343,7 @@ def test_full_disk_mid_run_is_one_line_and_keeps_what_was_written(tmp_path, smal
 # --- 8. rejudge and report --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_rejudge_refuses_bad_overrides_and_tags_with_one_line(done_run):
     from eqa_runner.rejudge import main
 
@@ -350,6 +360,7 @@ def test_rejudge_refuses_bad_overrides_and_tags_with_one_line(done_run):
     assert snapshot(done_run) == before
 
 
+@pytest.mark.slow
 def test_rejudge_asks_only_for_the_judge_key_and_report_shows_both_judges(
     tmp_path, small_data, llm_server
 ):
@@ -397,6 +408,7 @@ def test_report_tables_show_no_nan_and_whole_counts():
 # --- 9. newcomer papercuts --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_offline_run_says_its_scores_are_meaningless_and_dry_run_leaves_no_dir(
     tmp_path, small_data, done_run
 ):
@@ -410,6 +422,7 @@ def test_offline_run_says_its_scores_are_meaningless_and_dry_run_leaves_no_dir(
     assert "meaningless" in last
 
 
+@pytest.mark.slow
 def test_local_preset_needs_no_key_variable(tmp_path, small_data, llm_server):
     llm_server.configure(rules=[{"pattern": ".", "reply": "Your mark: 4"}])
     res = run_cli(

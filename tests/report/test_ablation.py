@@ -349,6 +349,7 @@ def _screenshot(page: Path, shot: Path, size: str = "1300,900") -> np.ndarray:
     return np.asarray(Image.open(shot).convert("RGB"), dtype=float)
 
 
+@pytest.mark.slow
 def test_html_forest_plot_and_agreement_scatter(tmp_path):
     marks = [int(m) for m in np.clip(_marks(24, 3), 1, 4)]
     write_run(tmp_path / "a", [_mark(f"e{i:02d}", _scene(i), s) for i, s in enumerate(marks)])

@@ -145,6 +145,7 @@ def _check_records(recs: list[dict[str, Any]]) -> None:
         assert r["trace"]["d_t_valid"] and math.isfinite(r["trace"]["d_t"])
 
 
+@pytest.mark.slow
 def test_report_table_by_type_csv_and_html_on_express_run(express_run, tmp_path):
     run_dir = express_run(tmp_path / "express_re")
     summary = json.loads((run_dir / "summary.json").read_text())

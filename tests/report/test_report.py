@@ -135,6 +135,7 @@ def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
+@pytest.mark.slow
 def test_html_report_renders_in_headless_chromium(env, tmp_path):
     run_dir = env(tmp_path / "r", "policy=multiframe", "policy.num_frames=4")
     assert report_main([str(run_dir), "--html", "--by", "category"]) == 0

@@ -294,6 +294,7 @@ def test_missing_habitat_is_one_clear_error(monkeypatch):
     sim.close()
 
 
+@pytest.mark.slow
 def test_base_import_is_light():
     import subprocess
 

@@ -41,6 +41,7 @@ def _cluster_problem() -> str | None:
 _PROBLEM = _cluster_problem()
 pytestmark = [
     pytest.mark.slurm,
+    pytest.mark.slow,
     pytest.mark.skipif(_PROBLEM is not None, reason=str(_PROBLEM)),
 ]
 

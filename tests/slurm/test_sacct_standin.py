@@ -11,9 +11,12 @@ import pytest
 
 SACCT = Path(__file__).resolve().parent / "sacct"
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("bash") is None or shutil.which("awk") is None, reason="needs bash and awk"
-)
+pytestmark = [  # each test runs the bash stand-in
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        shutil.which("bash") is None or shutil.which("awk") is None, reason="needs bash and awk"
+    ),
+]
 
 # `scontrol -o show job` lines (trimmed to the fields the stand-in reads; real lines have more).
 SCONTROL = """\

@@ -199,6 +199,7 @@ def second_process(run_dir: Path) -> str:
     return out.stdout.strip()
 
 
+@pytest.mark.slow
 def test_run_lock_excludes_second_process(tmp_path: Path) -> None:
     with RunLock(tmp_path):
         msg = second_process(tmp_path)

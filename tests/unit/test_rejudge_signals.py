@@ -35,6 +35,7 @@ async def _busy(i: int, cancelled: list[int]) -> None:
         raise
 
 
+@pytest.mark.slow
 def test_sigterm_cancels_every_task_and_raises_terminated_outside_them(caplog):
     cancelled: list[int] = []
 
@@ -56,6 +57,7 @@ def test_sigterm_cancels_every_task_and_raises_terminated_outside_them(caplog):
     assert "never retrieved" not in caplog.text and "Terminated" not in caplog.text
 
 
+@pytest.mark.slow
 def test_a_second_sigterm_exits_at_once(capsys):
     async def stubborn() -> None:  # a slow shutdown: the first cancellation does not stop it
         try:

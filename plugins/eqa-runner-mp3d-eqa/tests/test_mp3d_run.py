@@ -52,6 +52,7 @@ def test_uses_only_the_public_plugin_api():
     assert used and used <= PUBLIC_API, sorted(used - PUBLIC_API)
 
 
+@pytest.mark.slow
 def test_help_and_config_show_it(compose):
     out = subprocess.run([sys.executable, "-m", "eqa_runner", "--help"], capture_output=True,
                          text=True, check=True).stdout  # fmt: skip
@@ -101,6 +102,7 @@ def test_demo_runs_end_to_end_offline(compose, mp3d_demo, tmp_path, policy):
     assert math.isfinite(s["headline"]["d_T"]["mean"])
 
 
+@pytest.mark.slow
 def test_data_check_and_demo_commands(mp3d_demo, tmp_path):
     ok = subprocess.run([sys.executable, "-m", "eqa_runner.data", "check", "mp3d_eqa",
                          "--data-dir", str(mp3d_demo)], capture_output=True, text=True)  # fmt: skip
