@@ -43,7 +43,7 @@ def swept(overrides: Iterable[str], exclude: Iterable[str] = ()) -> dict[str, st
     for o in OverridesParser.create().parse_overrides([str(x) for x in overrides]):
         key = o.get_key_element().lstrip("~+")
         if o.is_sweep_override() and not is_plumbing_key(key, exclude):
-            out[key] = o.get_value_element_as_str()
+            out[key] = str(o.input_line).split("=", 1)[1] if o.input_line else ""
     return out
 
 
