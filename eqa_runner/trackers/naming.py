@@ -29,6 +29,22 @@ def is_plumbing_key(key: str, exclude: Iterable[str] = ()) -> bool:
     return root in PLUMBING_ROOTS or k in set(exclude)
 
 
+_ITEM = re.compile(r"^[~+]*[\w./@-]+=")
+
+
+def without_plumbing(override_dirname: str) -> str:
+    """Hydra's ``override_dirname`` (``k=v,k=v``) without ``logger…``/``hydra…`` items (its
+    ``exclude_keys`` match whole keys only: ``logger.mlflow.tracking_uri=…`` got through), so a
+    sweep re-run that adds a logger finds the same job dirs."""
+    items: list[str] = []
+    for frag in str(override_dirname).split(","):
+        if _ITEM.match(frag) or not items:
+            items.append(frag)
+        else:  # a list value's comma: ``logger=[csv,mlflow]``
+            items[-1] += "," + frag
+    return ",".join(i for i in items if not is_plumbing_key(i.split("=", 1)[0]))
+
+
 def params(flat: Mapping[str, Any]) -> dict[str, str]:
     """Tracker parameters from the flattened config: no plumbing roots, no null values."""
     return {k: str(v) for k, v in flat.items() if v is not None and not is_plumbing_key(k)}
