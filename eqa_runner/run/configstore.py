@@ -41,8 +41,11 @@ def schemas() -> dict[str, dict[str, type]]:
 
 
 def slug(text: str, max_len: int = 120) -> str:
-    """A path-safe, bounded name for sweep sub-directories (``${eqa_slug:...}``)."""
-    s = re.sub(r"[^A-Za-z0-9=,._+-]+", "_", str(text)).strip("_")
+    """A path-safe, bounded name for sweep sub-directories (``${eqa_slug:...}``), without
+    tracker settings (:func:`eqa_runner.trackers.naming.without_plumbing`)."""
+    from eqa_runner.trackers.naming import without_plumbing
+
+    s = re.sub(r"[^A-Za-z0-9=,._+-]+", "_", without_plumbing(str(text))).strip("_")
     return s[:max_len] or "default"
 
 

@@ -415,7 +415,10 @@ def reproducibility_stamp(
     """What a reader needs to tell whether two summaries can be compared (``report --compare``
     warns when they differ beyond the compared keys): code version and commit, data and prompt
     hashes, the judge snapshot, every seed and the result-config fingerprint."""
+    import os
+
     from eqa_runner.run.provenance import fingerprint, flatten
+    from eqa_runner.trackers.naming import slurm_ids
 
     flat = flatten(config)
     return {
@@ -426,4 +429,5 @@ def reproducibility_stamp(
         "judge_model": judge_model,
         "seeds": {k: v for k, v in sorted(flat.items()) if k.rsplit(".", 1)[-1] == "seed"},
         "config_fingerprint": fingerprint(config),
+        "slurm": slurm_ids(os.environ) or None,  # the job (and array task) that ran it
     }

@@ -14,12 +14,13 @@ class RunInfo:
     """What a tracker records when a run starts (the config is already redacted)."""
 
     run_dir: Path
-    name: str  # the run dir's name (a sweep job's sub-directory name)
+    name: str  # the one naming rule (trackers/naming.py): swept values, else the run dir's name
     config: dict[str, Any]  # the composed config, secrets redacted
     params: dict[str, str]  # the same, flattened to dotted keys (values as text)
     tags: dict[str, str] = field(default_factory=dict)  # the reproducibility stamp, flattened
-    group: str | None = None  # the sweep this run belongs to (its sweep dir), None alone
+    group: str | None = None  # the sweep this run belongs to (its sweep dir's name), None alone
     group_dir: Path | None = None
+    swept: dict[str, str] = field(default_factory=dict)  # the sweep's swept keys and values
 
 
 class Tracker(ABC):
@@ -27,6 +28,7 @@ class Tracker(ABC):
     (the hub disables the tracker with one warning and counts what it did not log)."""
 
     name: str = "tracker"
+    requires: tuple[str, ...] = ()  # packages it imports (checked at start: exit 2 if missing)
 
     @abstractmethod
     def start(self, info: RunInfo) -> None:
@@ -38,7 +40,11 @@ class Tracker(ABC):
 
     @abstractmethod
     def log_table(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        """A table (one row per episode)."""
+        """A table (one row per episode); a :class:`~pathlib.Path` cell is an image file."""
+
+    def log_summary(self, headline: Mapping[str, float], status: str) -> None:  # noqa: B027
+        """The run's headline numbers once, before :meth:`finish` (a sweep parent collects
+        them); optional."""
 
     @abstractmethod
     def log_artifact(self, path: Path) -> None:

@@ -50,10 +50,19 @@ class CsvTracker(Tracker):
         cols: list[str] = []
         for r in rows:
             cols += [k for k in r if k not in cols]
+        rows = [{k: self._image(v) if isinstance(v, Path) else v for k, v in r.items()}
+                for r in rows]  # fmt: skip
         with (self._dir() / f"{name}.csv").open("w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=cols)
             w.writeheader()
             w.writerows(rows)
+
+    def _image(self, path: Path) -> str:
+        """An image cell: the file copied to ``maps/``, the cell its relative path."""
+        dest = self._dir() / "maps"
+        dest.mkdir(exist_ok=True)
+        shutil.copy2(path, dest / path.name)
+        return f"maps/{path.name}"
 
     def log_artifact(self, path: Path) -> None:
         dest = self._dir() / "artifacts"

@@ -100,6 +100,9 @@ class TrackerHub:
     def log_table(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
         self._put("log_table", name, [dict(r) for r in rows])
 
+    def log_summary(self, headline: Mapping[str, float], status: str) -> None:
+        self._put("log_summary", dict(headline), str(status))
+
     def log_artifact(self, path: Path) -> None:
         """A run file; a text file passes the secret screen first (a redacted copy is sent)."""
         self._put("log_artifact", Path(path))
@@ -143,6 +146,11 @@ class TrackerHub:
     def _deliver(self, s: _State, method: str, args: tuple[Any, ...]) -> None:
         if s.error is not None:
             s.missed += 1
+            if method == "finish":  # every run a tracker opened is closed, even after a fault
+                try:
+                    s.tracker.finish(*args)
+                except Exception as e:  # noqa: BLE001 - best effort: it already failed once
+                    log.debug("logger %s: finish after a failure: %s", s.tracker.name, e)
             return
         t0 = time.perf_counter()
         try:

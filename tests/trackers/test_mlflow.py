@@ -115,25 +115,148 @@ def test_run_logged_and_read_back(tmp_path, compose_cfg, openeqa_data, mlflow_se
         assert "hunter2hunter2" not in Path(got).read_text()
 
 
-def test_sweep_runs_share_one_parent_run(tmp_path, mlflow_server) -> None:
+def _job(url, sweep, label, experiment, swept=None):
+    from eqa_runner.trackers.base import RunInfo
+    from eqa_runner.trackers.mlflow import MlflowTracker
+
+    t = MlflowTracker(tracking_uri=url, experiment_name=experiment)
+    t.start(RunInfo(sweep / label, label, {}, {"x": "1"}, {}, sweep.name, sweep,
+                    swept or {"policy": "blind,single"}))  # fmt: skip
+    return t
+
+
+def test_sweep_parent_is_closed_by_the_last_job(tmp_path, mlflow_server) -> None:
+    """Every job reports its headline to the parent; the last one out closes it (a job that
+    starts later reopens it); a failed job leaves it FAILED, never RUNNING."""
+    from mlflow import MlflowClient
+
+    url, _ = mlflow_server
+    client = MlflowClient(url)
+    sweep = tmp_path / "2026-12-03_10-00-00"
+    a, b = _job(url, sweep, "policy=blind", "e2"), _job(url, sweep, "policy=single", "e2")
+    parent_id = client.get_run(a.run_id).data.tags["mlflow.parentRunId"]
+    assert client.get_run(b.run_id).data.tags["mlflow.parentRunId"] == parent_id
+    a.log_summary({"llm_match": 40.0}, "FINISHED")
+    a.finish("FINISHED")
+    assert client.get_run(parent_id).info.status == "RUNNING"  # b still runs
+    b.log_summary({"llm_match": 55.0}, "FINISHED")
+    b.finish("FINISHED")
+    parent = client.get_run(parent_id)
+    assert parent.info.status == "FINISHED" and parent.info.run_name == sweep.name
+    assert parent.data.params == {"sweep.policy": "blind,single"}
+    assert parent.data.tags["eqa_runner.swept_keys"] == "policy"
+    assert parent.data.metrics == {"policy_blind/llm_match": 40.0, "policy_single/llm_match": 55.0}
+    got = client.download_artifacts(parent_id, "sweep.json", str(tmp_path / "dl"))
+    rows = json.loads(Path(got).read_text())["runs"]
+    assert [(r["run"], r["status"], r["llm_match"]) for r in rows] == [
+        ("policy=blind", "FINISHED", 40.0), ("policy=single", "FINISHED", 55.0)]  # fmt: skip
+    c = _job(url, sweep, "policy=multiframe", "e2")  # a late job (queued, or resumed)
+    assert client.get_run(parent_id).info.status == "RUNNING"
+    c.finish("FAILED")
+    assert client.get_run(parent_id).info.status == "FAILED"
+
+
+def test_sweep_from_the_command_line(tmp_path, mlflow_server) -> None:
+    """``-m policy=blind,single logger=mlflow``: children named by the swept key, no plumbing
+    in names or params, the parent FINISHED with both headlines."""
+    from mlflow import MlflowClient
+
+    from tests.helpers.datasets import make_openeqa_dataset
+
+    url, _ = mlflow_server
+    data = make_openeqa_dataset(tmp_path / "d", n_questions=4, n_episodes=1, frames=3)
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "SLURM_JOB_ID": "777"}
+    res = subprocess.run(
+        [sys.executable, "-m", "eqa_runner", "-m", "policy=blind,single", "llm=offline",
+         "judge.model=offline", f"task.data_dir={data}", "logger=mlflow",
+         f"logger.mlflow.tracking_uri={url}", "logger.mlflow.experiment_name=e4",
+         f"hydra.sweep.dir={tmp_path / 'sweep'}", "run.progress=false"],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    dirs = sorted(p.name for p in (tmp_path / "sweep").iterdir() if p.is_dir())
+    assert dirs == ["0_judge.model=offline,llm=offline,policy=blind",
+                    "1_judge.model=offline,llm=offline,policy=single"]  # fmt: skip
+    client = MlflowClient(url)
+    runs = client.search_runs([client.get_experiment_by_name("e4").experiment_id])
+    (parent,) = [r for r in runs if r.data.tags.get("eqa_runner.sweep_parent")]
+    kids = {r.info.run_name: r for r in runs if r is not parent}
+    assert set(kids) == {"policy=blind", "policy=single"}
+    assert parent.info.status == "FINISHED" and parent.info.run_name == "sweep"
+    assert parent.data.params == {"sweep.policy": "blind,single"}
+    assert {"policy_blind/llm_match", "policy_single/llm_match"} <= set(parent.data.metrics)
+    for r in kids.values():
+        assert r.info.status == "FINISHED" and r.data.tags["slurm.job_id"] == "777"
+        assert not [k for k in r.data.params if k.startswith(("logger", "hydra"))]
+        assert "llm_match_ci95_low" in r.data.metrics
+
+
+def test_a_key_mlflow_refuses_is_renamed_not_the_run_lost(tmp_path, compose_cfg, openeqa_data,
+                                                           mlflow_server) -> None:  # fmt: skip
+    from mlflow import MlflowClient
+    from omegaconf import open_dict
+
+    from eqa_runner.run.loop import run
+
+    url, _ = mlflow_server
+    cfg = _cfg(compose_cfg, openeqa_data, tmp_path / "r", url, "e5", ["judge.model=offline"])
+    with open_dict(cfg):
+        cfg.run.extra = {"notes (v2)": "second try", "plain": "kept"}
+    assert run(cfg)["counts"]["ok"] == 4
+    client = MlflowClient(url)
+    (r,) = client.search_runs([client.get_experiment_by_name("e5").experiment_id])
+    assert r.info.status == "FINISHED" and r.data.params["run.extra.plain"] == "kept"
+    assert r.data.params["run.extra.notes _v2_"] == "second try"
+    assert r.data.tags["eqa_runner.renamed_keys"] == "1" and "llm_match" in r.data.metrics
+    got = client.download_artifacts(r.info.run_id, "renamed_keys.json", str(tmp_path / "dl"))
+    assert json.loads(Path(got).read_text()) == {"run.extra.notes (v2)": "run.extra.notes _v2_"}
+
+
+def test_a_run_whose_start_fails_is_closed_failed(tmp_path, mlflow_server, monkeypatch) -> None:
     from mlflow import MlflowClient
 
     from eqa_runner.trackers.base import RunInfo
     from eqa_runner.trackers.mlflow import MlflowTracker
 
     url, _ = mlflow_server
-    sweep = tmp_path / "sweep"
-    ids = []
-    for job in ("0_policy=blind", "1_policy=single"):
-        t = MlflowTracker(tracking_uri=url, experiment_name="e2")
-        t.start(RunInfo(sweep / job, job, {}, {"x": "1"}, {}, str(sweep), sweep))
-        t.finish("FINISHED")
-        ids.append(t.run_id)
+    monkeypatch.setattr(MlflowClient, "log_dict", lambda *a, **k: 1 / 0)
+    t = MlflowTracker(tracking_uri=url, experiment_name="e6")
+    with pytest.raises(ZeroDivisionError):
+        t.start(RunInfo(tmp_path, "r", {}, {"x": "1"}, {}))
+    assert MlflowClient(url).get_run(t.run_id).info.status == "FAILED"
+
+
+def test_sample_rows_and_map_images(tmp_path, mlflow_server) -> None:
+    from mlflow import MlflowClient
+
+    from eqa_runner.trackers.base import RunInfo
+    from eqa_runner.trackers.mlflow import MlflowTracker
+
+    url, _ = mlflow_server
+    png = tmp_path / "maps" / "ep1.png"
+    png.parent.mkdir()
+    png.write_bytes(_PNG)
+    t = MlflowTracker(tracking_uri=url, experiment_name="e7")
+    t.start(RunInfo(tmp_path, "r", {}, {}, {}))
+    t.log_table("episodes", [{"episode_id": "ep1", "question": "Where is the sofa?",
+                              "reference": "kitchen", "prediction": "the kitchen",
+                              "judge_reply": "5", "map": png}])  # fmt: skip
+    t.finish("FINISHED")
     client = MlflowClient(url)
-    parents = {client.get_run(i).data.tags["mlflow.parentRunId"] for i in ids}
-    assert len(parents) == 1
-    parent = client.get_run(parents.pop())
-    assert parent.info.run_name == "sweep" and parent.data.tags["eqa_runner.sweep"] == str(sweep)
+    assert [a.path for a in client.list_artifacts(t.run_id, "maps")] == ["maps/ep1.png"]
+    got = client.download_artifacts(t.run_id, "episodes.json", str(tmp_path / "dl"))
+    table = json.loads(Path(got).read_text())
+    row = dict(zip(table["columns"], table["data"][0], strict=True))
+    assert row["question"] == "Where is the sofa?" and row["judge_reply"] == "5"
+    assert row["map"] == "maps/ep1.png"
+
+
+# a 1x1 PNG
+_PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c63f8cfc0f01f0005000201"
+    "a5b6e1a50000000049454e44ae426082"
+)
 
 
 def test_server_killed_mid_run(tmp_path, compose_cfg, openeqa_data, mlflow_server, llm_server,
