@@ -21,8 +21,8 @@ import numpy as np
 
 from eqa_runner.errors import DataError
 
-MAX_BYTES = 512 * 2**20  # a results file larger than this is not read
-MAX_NODES = 2_000_000  # values visited (a value reached twice counts twice)
+MAX_BYTES = 256 * 2**20  # a results file larger than this is not read
+MAX_VALUES = 20_000_000  # values as a tree (a value reached twice counts twice)
 MAX_DEPTH = 32  # container nesting
 MAX_ARRAY_ELEMENTS = 4_000_000  # numpy elements in the whole file
 
@@ -32,7 +32,9 @@ _PLAIN = {
     ("builtins", "complex"), ("builtins", "bytes"), ("collections", "OrderedDict"),
     ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
 }  # fmt: skip
-_RECONSTRUCT = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct")}
+_RECONSTRUCT = {
+    ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+}  # fmt: skip
 
 
 class _Limit(Exception):
@@ -94,26 +96,35 @@ def _quaternion(*wxyz: Any) -> tuple[float, ...]:
     return tuple(float(v) for v in wxyz)
 
 
-def _walk(obj: Any) -> None:
-    """Visit every value as a tree (shared values once per reference) within the budgets."""
-    stack: list[tuple[Any, int]] = [(obj, 0)]
-    nodes = 0
-    while stack:
-        v, depth = stack.pop()
-        nodes += 1
-        if nodes > MAX_NODES:
-            raise _Limit(f"more than {MAX_NODES:,} values (shared references count per use)")
+def _measure(v: Any, depth: int, memo: dict[int, tuple[int, int]]) -> tuple[int, int]:
+    """(values as a tree, height) of ``v``; a shared value is measured once (memo by id) but
+    counts once per reference, so an exponential tree of shared references is found in linear
+    time, never walked."""
+    if isinstance(v, np.ndarray):
+        if v.dtype.hasobject:
+            raise pickle.UnpicklingError("an object array is not plain data")
+        if v.size > MAX_ARRAY_ELEMENTS:
+            raise _Limit(f"an array of more than {MAX_ARRAY_ELEMENTS:,} elements")
+        return 1, 0
+    if isinstance(v, dict):
+        children: Any = (x for kv in v.items() for x in kv)
+    elif isinstance(v, (list, tuple, set, frozenset)):
+        children = iter(v)
+    else:
+        return 1, 0
+    if (hit := memo.get(id(v))) is None:
         if depth > MAX_DEPTH:
             raise _Limit(f"nested deeper than {MAX_DEPTH}")
-        if isinstance(v, np.ndarray):
-            if v.dtype.hasobject:
-                raise pickle.UnpicklingError("an object array is not plain data")
-            if v.size > MAX_ARRAY_ELEMENTS:
-                raise _Limit(f"an array of more than {MAX_ARRAY_ELEMENTS:,} elements")
-        elif isinstance(v, dict):
-            stack.extend((x, depth + 1) for kv in v.items() for x in kv)
-        elif isinstance(v, (list, tuple, set, frozenset)):
-            stack.extend((x, depth + 1) for x in v)
+        size, height = 1, 0
+        for x in children:
+            n, h = _measure(x, depth + 1, memo)
+            size, height = size + n, max(height, h + 1)
+            if size > MAX_VALUES:
+                raise _Limit(f"more than {MAX_VALUES:,} values (shared references count per use)")
+        memo[id(v)] = hit = (size, height)
+    if depth + hit[1] > MAX_DEPTH:
+        raise _Limit(f"nested deeper than {MAX_DEPTH}")
+    return hit
 
 
 def load_pickle(path: Path) -> Any:
@@ -124,7 +135,7 @@ def load_pickle(path: Path) -> Any:
         if size > MAX_BYTES:
             raise _Limit(f"{size:,} bytes (more than {MAX_BYTES:,})")
         obj = _DataUnpickler(path.read_bytes()).load()
-        _walk(obj)
+        _measure(obj, 0, {})
         return obj
     except OSError as e:
         raise DataError(f"{path}: cannot be read ({e.strerror or e})") from None

@@ -56,8 +56,9 @@ class AEQAPredictions(UpstreamFormat):
         out.mkdir(parents=True, exist_ok=True)
         items = predictions(records)
         write_json_atomic(out / ANSWERS, items)
+        ok = [r for r in records if r["status"] == "ok"]
         lengths = {str(r["episode_id"]): finite(r["metrics"].get("path_len"))
-                   for r in records if r["status"] == "ok" and r["metrics"].get("has_path")}  # fmt: skip
+                   for r in ok if r["metrics"].get("has_path")}  # fmt: skip
         self.last_command = COMMAND.format(file=out / ANSWERS, out=out,
                                            force=force_flag(len(items), episodes))  # fmt: skip
         return [out / ANSWERS, dump_pickle(lengths, out / PATH_LENGTHS)]

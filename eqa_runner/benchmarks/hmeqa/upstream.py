@@ -79,8 +79,10 @@ class HMEQAResults(UpstreamFormat):
     name = "hmeqa"
     task = "hmeqa"
     files = f"{RESULTS} (explore-eqa's list of per-question step dicts)"
-    command = ("explore-eqa has no standalone scorer: run_vlm_exp.py's end-of-question block "
-               "(@18381da lines 337-354) on each item of {file} (docs/reports.md)")
+    command = (
+        "explore-eqa has no standalone scorer: run_vlm_exp.py's end-of-question block "
+        "(@18381da lines 337-354) on each item of {file} (docs/reports.md)"
+    )
 
     def export(
         self, records: Sequence[EpisodeRecord], episodes: Sequence[Episode], out_dir: Path
