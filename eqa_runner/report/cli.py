@@ -12,6 +12,7 @@ detect D. ``--html`` writes a self-contained ``report.html``. See docs/reports.m
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -151,8 +152,14 @@ def _upstream(args: argparse.Namespace) -> int:
         return 0
     if len(args.dirs) != 1:
         raise ReportError("--export takes one run directory")
-    for p in export_run(Path(args.dirs[0]), args.export, args.out):
+    written = export_run(Path(args.dirs[0]), args.export, args.out)
+    for p in written:
         print(f"wrote: {p}")
+    meta = json.loads(written[-1].read_text(encoding="utf-8"))
+    if meta.get("error_records_left_out"):
+        print(f"note: {meta['error_records_left_out']} error record(s) left out (never scored "
+              "here; upstream's scorer treats them as missing predictions)")  # fmt: skip
+    print(f"score it upstream: {meta['upstream_command']}")
     return 0
 
 

@@ -252,6 +252,7 @@ def reaggregate(run: Run, dirs: list[Path]) -> dict[str, Any]:
     """A summary-like dict re-computed from the records of ``dirs`` with the run's judge."""
     from eqa_runner.run.summary import usage_totals
     from eqa_runner.scoring.aggregate import intervals_note
+    from eqa_runner.scoring.comparability import published_comparability
 
     final = load_records(dirs)
     rcfg = run.section("run")
@@ -276,6 +277,9 @@ def reaggregate(run: Run, dirs: list[Path]) -> dict[str, Any]:
         "judge_unparsable": sum(1 for r in ok if not r["judge_ok"]),
         "scored": sum(1 for r in ok if r["judge_ok"]),
     }
+    base["published_comparability"] = published_comparability(
+        agg.get("published_comparability"), base["counts"]["error"]
+    )
     base["usage"] = usage_totals(final)
     base.setdefault("task", {"name": run.section("task").get("name")})
     base.setdefault("policy", run.section("policy").get("name"))

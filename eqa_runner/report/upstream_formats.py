@@ -24,6 +24,7 @@ from eqa_runner.errors import ReportError
 from eqa_runner.scoring.upstream import Imported, UpstreamFormat
 
 IMPORT_DIR = "imported"
+EXPORT_META = "export.json"  # beside an export: the question file's hash, the command
 
 
 def formats() -> dict[str, UpstreamFormat]:
@@ -48,18 +49,50 @@ def get_format(name: str) -> UpstreamFormat:
     return known[name]
 
 
-def _episodes(cfg: DictConfig) -> list[Any]:
+def _task(cfg: DictConfig) -> Any:
     from eqa_runner.run.build import build
     from eqa_runner.tasks.base import Task
 
-    task = build(cfg.task, Task, "task")  # type: ignore[type-abstract]  # checked, not built
-    return list(task.load_episodes())
+    return build(cfg.task, Task, "task")  # type: ignore[type-abstract]  # checked, not built
+
+
+def _episodes(cfg: DictConfig) -> list[Any]:
+    return list(_task(cfg).load_episodes())
+
+
+def recorded_questions_hash(run: Any) -> str | None:
+    """The question file's hash the run recorded (summary ``task``, else its provenance)."""
+    from eqa_runner.run.provenance import read_provenance
+
+    digest = (run.summary.get("task") or {}).get("questions_sha256")
+    if digest is None:
+        try:
+            prov = read_provenance(run.path) or {}
+        except Exception:  # noqa: BLE001 - an unreadable provenance records no hash
+            prov = {}
+        digest = ((prov.get("inputs") or {}).get("data") or {}).get("questions_sha256")
+    return str(digest) if digest else None
+
+
+def _check_questions(run_dir: Path, task: Any, recorded: str | None) -> dict[str, Any]:
+    """The task's question file and hash now; refused when it is not the one the run used."""
+    info = task.describe()
+    now = info.get("questions_sha256")
+    if recorded and now != recorded:
+        raise ReportError(
+            f"{run_dir}: the question file {info.get('questions_file')} is not the one the run "
+            f"used (sha256 {str(now)[:12]}… now, {recorded[:12]}… recorded): upstream files map "
+            "by its rows and ids; restore that file or pass task.questions_file of the original"
+        )
+    return {"questions_file": info.get("questions_file"), "questions_sha256": now}
 
 
 def export_run(run_dir: Path, name: str, out: Path | None = None) -> list[Path]:
-    """Write the run's records in format ``name``; the files written."""
+    """Write the run's records in format ``name``; the files written (the last: ``export.json``,
+    the question file's hash and the upstream command that scores the export)."""
     from omegaconf import OmegaConf
 
+    from eqa_runner.records import write_json_atomic
     from eqa_runner.report.runs import load_run
 
     fmt = get_format(name)
@@ -67,11 +100,22 @@ def export_run(run_dir: Path, name: str, out: Path | None = None) -> list[Path]:
     cfg = OmegaConf.create(run.config)  # .hydra/config.yaml, else the summary's config
     if "task" not in cfg:
         raise ReportError(f"{run_dir}: no recorded config (.hydra/config.yaml or summary.json)")
-    task = str(cfg.task.get("name"))
-    if task != fmt.task:
-        raise ReportError(f"{run_dir}: a task={task} run; --export {name} is for task={fmt.task}")
+    task_name = str(cfg.task.get("name"))
+    if task_name != fmt.task:
+        raise ReportError(f"{run_dir}: a task={task_name} run; --export {name} is for "
+                          f"task={fmt.task}")  # fmt: skip
+    task = _task(cfg)
+    questions = _check_questions(Path(run_dir), task, recorded_questions_hash(run))
     out_dir = Path(out) if out else Path(run_dir) / "export" / name
-    return fmt.export(run.records(), _episodes(cfg), out_dir)
+    records = run.records()
+    written = fmt.export(records, list(task.load_episodes()), out_dir)
+    errors = sum(1 for r in records if r["status"] != "ok")
+    meta = out_dir / EXPORT_META
+    write_json_atomic(meta, {
+        "format": name, "run_dir": str(run_dir), **questions, "files": [p.name for p in written],
+        "error_records_left_out": errors, "upstream_command": fmt.last_command or fmt.command,
+    })  # fmt: skip
+    return [*written, meta]
 
 
 def compose_import(fmt: UpstreamFormat, overrides: list[str], out: Path) -> DictConfig:

@@ -30,6 +30,7 @@ from eqa_runner.run.config import RunConfig
 from eqa_runner.run.packed import pack
 from eqa_runner.scoring.aggregate import intervals_note
 from eqa_runner.scoring.base import AggregateReads, Judge
+from eqa_runner.scoring.comparability import published_comparability
 from eqa_runner.types import EpisodeRecord, UsageInfo
 
 log = logging.getLogger(__name__)
@@ -205,6 +206,9 @@ def build_summary(
         f"{summary['counts']['error']} error record(s): an error is never scored, under any "
         "scoring rule (not in the headline, not a missing prediction); run.resume=true retries "
         "them"
+    )
+    summary["published_comparability"] = published_comparability(
+        aggregate.get("published_comparability"), summary["counts"]["error"]
     )
     replies = policy_replies(recs)
     if replies:

@@ -2,22 +2,31 @@
 
 A :class:`UpstreamFormat` exports a run's records as the file its benchmark's own scorer reads
 and reads such a file (ours or another system's) back as :class:`Imported` answers, which
-``report --import`` turns into a run (``policy=imported``) scored by our judge.
+``report --import`` turns into a run (``policy=imported``) scored by our judge. Upstream pickles
+are untrusted input: :func:`load_pickle` reads plain data only, within limits, and the field
+helpers (:func:`int_field`, :func:`num_field`, :func:`vec_field`, :func:`str_field`) check each
+field a format defines, one line naming the file, the item and the field.
 """
 
 from __future__ import annotations
 
-import io
 import math
-import pickle
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from eqa_runner.errors import DataError
+from eqa_runner.scoring.safe_pickle import dump_pickle, load_pickle
 from eqa_runner.types import Episode, EpisodeRecord
+
+__all__ = [
+    "Imported", "UpstreamFormat", "by_id", "dump_pickle", "finite", "int_field", "load_pickle",
+    "nullable", "num_field", "str_field", "vec_field",
+]  # fmt: skip
 
 
 @dataclass
@@ -38,6 +47,8 @@ class UpstreamFormat(ABC):
     name: str  # the format's name on the command line
     task: str  # our task (config option) whose episodes and judge it belongs to
     files: str  # what ``export`` writes, for ``--help`` and the docs
+    command: str = ""  # the upstream command that scores an export (see docs/reports.md)
+    last_command: str = ""  # that command for the last export, with its paths and flags
 
     @abstractmethod
     def export(
@@ -75,35 +86,53 @@ def by_id(episodes: Sequence[Episode], path: Path, ids: Sequence[str]) -> dict[s
     return known
 
 
-# ----------------------------------------------------------------------------- pickles
-# The upstream scripts write pickles of plain data and numpy arrays; reading one must not run
-# code, so only these globals may be looked up.
-_ALLOWED = {
-    ("builtins", "dict"), ("builtins", "list"), ("builtins", "tuple"), ("builtins", "set"),
-    ("builtins", "float"), ("builtins", "int"), ("builtins", "str"), ("builtins", "complex"),
-    ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "_reconstruct"),
-    ("numpy._core.multiarray", "_reconstruct"), ("numpy.core.multiarray", "scalar"),
-    ("numpy._core.multiarray", "scalar"), ("collections", "OrderedDict"),
-}  # fmt: skip
+# ----------------------------------------------------------------------------- field checks
 
 
-class _DataUnpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) in _ALLOWED:
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"{module}.{name} is not plain data")
+def _show(v: Any) -> str:
+    if isinstance(v, np.ndarray):
+        return f"an array of shape {v.shape}"
+    text = repr(v)
+    return f"{type(v).__name__} {text[:40]}{'…' if len(text) > 40 else ''}"
 
 
-def load_pickle(path: Path) -> Any:
-    """A pickle of plain data and numpy arrays (anything else is refused, not executed)."""
-    try:
-        return _DataUnpickler(io.BytesIO(Path(path).read_bytes())).load()
-    except (pickle.UnpicklingError, EOFError, AttributeError, ValueError) as e:
-        raise DataError(f"{path}: not a results pickle of plain data ({e})") from None
+def _bad(path: Path, item: int | str, name: str, want: str, got: Any) -> DataError:
+    return DataError(f"{path}: item {item}: field {name} must be {want}, got {_show(got)}; "
+                     "fix or regenerate the file with the upstream script")  # fmt: skip
 
 
-def dump_pickle(obj: Any, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("wb") as f:
-        pickle.dump(obj, f, protocol=4)
-    return path
+def int_field(path: Path, item: int | str, name: str, v: Any) -> int:
+    """An integer field (a Python or numpy int; not a bool, string or float)."""
+    if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+        return int(v)
+    raise _bad(path, item, name, "an integer", v)
+
+
+def num_field(path: Path, item: int | str, name: str, v: Any) -> float:
+    """A number field (int or float, numpy scalars and 0-d arrays too; inf/NaN kept)."""
+    if isinstance(v, np.ndarray) and v.shape == () and v.dtype.kind in "iuf":
+        return float(v)
+    if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)):
+        return float(v)
+    raise _bad(path, item, name, "a number", v)
+
+
+def vec_field(path: Path, item: int | str, name: str, v: Any, n: int) -> list[float]:
+    """A flat vector of ``n`` finite numbers (list, tuple or numpy array)."""
+    if isinstance(v, (list, tuple, np.ndarray)):
+        try:
+            a = np.asarray(v, dtype=float)
+        except (TypeError, ValueError):
+            a = None
+        if a is not None and a.shape == (n,) and bool(np.isfinite(a).all()):
+            return [float(x) for x in a]
+    raise _bad(path, item, name, f"a vector of {n} finite numbers", v)
+
+
+def str_field(path: Path, item: int | str, name: str, v: Any, *, null: bool = False) -> str | None:
+    """A string field (``null=True``: None allowed)."""
+    if isinstance(v, str) or (null and v is None):
+        return v
+    if isinstance(v, np.str_):
+        return str(v)
+    raise _bad(path, item, name, "a string" + (" or None" if null else ""), v)

@@ -28,7 +28,7 @@ def _headline(run_dir: Path) -> dict[str, float]:
 def _roundtrip(tmp_path: Path, run_dir: Path, fmt: str, data: Path, extra=()) -> Path:
     exp = tmp_path / "export"
     assert report_main([str(run_dir), "--export", fmt, "--out", str(exp)]) == 0
-    main_file = {"openeqa": "predictions.json", "aeqa": "predictions.json"}.get(fmt, "results.pkl")
+    main_file = {"openeqa": "predictions.json", "aeqa": "gpt_answer.json"}.get(fmt, "results.pkl")
     out = tmp_path / "imported"
     code = report_main(["--import", str(exp / main_file), "--format", fmt, "--out", str(out),
                         f"task.data_dir={data}", "run.progress=false",
@@ -238,7 +238,7 @@ def test_aeqa_export_for_3d_mem_eval_and_roundtrip(tmp_path, compose_cfg, aeqa_d
            "sim.width=32", "sim.height=32", "run.limit=4", *OFFLINE]  # fmt: skip
     run(compose_cfg(cfg, out=tmp_path / "r"))
     out = _roundtrip(tmp_path, tmp_path / "r", "aeqa", aeqa_demo, ["judge.model=offline"])
-    items = json.loads((tmp_path / "export" / "predictions.json").read_text())
+    items = json.loads((tmp_path / "export" / "gpt_answer.json").read_text())  # get-scores.py's
     lengths = pickle.loads((tmp_path / "export" / "path_length_list.pkl").read_bytes())
     recs = read_records(tmp_path / "r" / "episodes.jsonl")
     assert all(set(it) == {"question_id", "answer"} for it in items) and len(items) == 4

@@ -190,6 +190,7 @@ def load_questions(path: Path) -> list[Episode]:
                 f"{seen[ep.episode_id]}). Ids must be unique."
             )
         seen[ep.episode_id] = i
+        ep.meta["row"] = i  # upstream's question_ind (main.py loops over the file's list)
         episodes.append(ep)
     return episodes
 

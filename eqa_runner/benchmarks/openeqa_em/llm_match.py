@@ -74,6 +74,9 @@ def strip_after_last_period(prediction: str) -> str:
     return prediction
 
 
+NO_PREDICTION = "(no prediction: scored 0 %, as open-eqa's get_llm_match_score scores None)"
+
+
 class LLMMatchJudge(Judge):
     """OpenEQA's LLM-Match with the extra-answers prompt variant and tolerant parsing."""
 
@@ -114,7 +117,10 @@ class LLMMatchJudge(Judge):
         llm: LLMClient,
         prompts_dir: str | None = None,
     ) -> Score:
-        answer = prediction.answer or ""
+        if prediction.answer is None:  # open-eqa's get_llm_match_score: None scores 0 (0 %)
+            return Score(ok=True, raw=NO_PREDICTION, metrics={"score_1to5": 1.0, "llm_match": 0.0,
+                                                              "no_prediction": 1.0})  # fmt: skip
+        answer = prediction.answer
         shown, changed = self.prepare(episode, answer)
         if changed:
             log.info(

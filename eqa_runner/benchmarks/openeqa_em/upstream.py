@@ -1,8 +1,11 @@
 """OpenEQA's predictions file, as ``evaluate-predictions.py`` (facebookresearch/open-eqa) reads it.
 
 The reader loads a JSON list and uses two fields of each item: ``question_id`` (matched against
-the dataset's; all must be present unless ``--force``) and ``answer`` (the prediction text; the
-scorer itself trims anything after the last period). A missing prediction is written as null.
+the dataset's; all must be present unless ``-f``/``--force``) and ``answer`` (the prediction
+text; the scorer itself trims anything after the last period; a null answer scores 0 without a
+judge call). The export holds one item per ``ok`` record (a null answer stays null); an error
+record is left out (the project never scores one), so a run with error records, or a
+``run.limit``/filtered run, covers part of the dataset and upstream's scorer needs ``-f``.
 """
 
 from __future__ import annotations
@@ -13,31 +16,40 @@ from pathlib import Path
 from typing import Any
 
 from eqa_runner.errors import DataError
-from eqa_runner.scoring.upstream import Imported, UpstreamFormat, by_id
+from eqa_runner.records import write_json_atomic
+from eqa_runner.scoring.upstream import Imported, UpstreamFormat, by_id, str_field
 from eqa_runner.types import Episode, EpisodeRecord
 
 PREDICTIONS = "predictions.json"
+COMMAND = ("python evaluate-predictions.py {file} --dataset data/open-eqa-v0.json "
+           "--output-directory {out}/metrics{force}")  # fmt: skip
 
 
 def predictions(records: Sequence[EpisodeRecord]) -> list[dict[str, Any]]:
-    """``[{"question_id", "answer"}]`` in record order (null answer: no prediction)."""
-    return [{"question_id": str(r["episode_id"]), "answer": r["prediction"]} for r in records]
+    """``[{"question_id", "answer"}]`` of the ok records, in record order (null: no answer)."""
+    return [{"question_id": str(r["episode_id"]), "answer": r["prediction"]}
+            for r in records if r["status"] == "ok"]  # fmt: skip
 
 
 def read_predictions(path: Path) -> list[dict[str, Any]]:
     """The items of a predictions file, each checked for the two fields the scorer reads."""
     try:
         items = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        raise DataError(f"{path}: not a JSON predictions file ({e})") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise DataError(f"{path}: not a JSON predictions file ({str(e)[:120]})") from None
     if not isinstance(items, list):
         raise DataError(f"{path}: expected a JSON list of {{question_id, answer}} items")
     for i, it in enumerate(items):
         if not isinstance(it, dict) or "question_id" not in it or "answer" not in it:
             raise DataError(f"{path}: item {i} needs the fields question_id and answer")
-        if it["answer"] is not None and not isinstance(it["answer"], str):
-            raise DataError(f"{path}: item {i}: answer must be a string or null")
+        str_field(path, i, "question_id", it["question_id"])
+        str_field(path, i, "answer", it["answer"], null=True)
     return items
+
+
+def force_flag(n_items: int, episodes: Sequence[Episode]) -> str:
+    """`` -f`` when the export covers part of the dataset (upstream asserts all ids otherwise)."""
+    return "" if n_items == len(episodes) else " -f"
 
 
 class OpenEQAPredictions(UpstreamFormat):
@@ -46,13 +58,17 @@ class OpenEQAPredictions(UpstreamFormat):
     name = "openeqa"
     task = "openeqa_em"
     files = f"{PREDICTIONS} (a JSON list of {{question_id, answer}})"
+    command = COMMAND
 
     def export(
         self, records: Sequence[EpisodeRecord], episodes: Sequence[Episode], out_dir: Path
     ) -> list[Path]:
         out = Path(out_dir) / PREDICTIONS
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(predictions(records), indent=2), encoding="utf-8")
+        items = predictions(records)
+        write_json_atomic(out, items)
+        self.last_command = COMMAND.format(file=out, out=out.parent,
+                                           force=force_flag(len(items), episodes))  # fmt: skip
         return [out]
 
     def read(self, path: Path, episodes: Sequence[Episode]) -> list[Imported]:
