@@ -165,11 +165,41 @@ class VLMExplorePolicyConfig(GuidedPolicyConfig):
 
 
 @dataclass
+class FineEQAProposerConfig(VLMExploreProposerConfig):
+    """``fine_eqa``: vlm_explore's semantic frontier planner plus EXPRESS-Bench's region map and
+    goal-oriented exploration (upstream ``fine_eqa.yaml`` / ``main.py`` values unless noted)."""
+
+    _target_: str = "eqa_runner.policies.fine_eqa.FineEQAProposer"
+    ask_confidence: bool = False  # upstream stops by the task's check (stop_rule=protocol)
+    max_exp: int = bounded(3, ge=1)  # GOE rounds (hop + 3 turn-around steps) per region
+    region_radius: float = bounded(1.0, gt=0)  # a region point paints this disc, metres
+    exp_radius: float = bounded(0.5, ge=0)  # visited targets clear this disc, metres
+    turn_deg: float = 30.0  # a turn-around step: 3 x habitat's turn_left of 10 degrees
+    # upstream: exact comma-separated names | lenient: trimmed, case-insensitive
+    region_parse: str = one_of("upstream", ("upstream", "lenient"))
+    # top-k log-probabilities of the 20-way region question (A..T need 20)
+    region_top_logprobs: int | None = bounded(20, ge=1)
+
+
+@dataclass
 class WaypointVLMProposerConfig(ProposerConfig):
     """``vlm_waypoint``: the VLM replies with the next pose as a JSON line."""
 
     _target_: str = "eqa_runner.policies.vlm_waypoint.WaypointVLMProposer"
     hop_hint_m: float = bounded(3.0, gt=0)  # "usually no more than this far" (prompt only)
+
+
+@dataclass
+class FineEQAPolicyConfig(GuidedPolicyConfig):
+    """``policy=fine_eqa``: EXPRESS-Bench's Fine-EQA (region question, region map, GOE/FBE)."""
+
+    name: str = "fine_eqa"
+    stop_rule: str = one_of("protocol", STOP_RULES)
+    # the question's relevant regions (one text call per episode): null = the stop check's
+    # model (policy.stop_model, else llm.model), as upstream's gpt-4o-mini for both
+    region_model: str | None = None
+    region_llm: StopModelEndpoint = field(default_factory=StopModelEndpoint)  # its own endpoint
+    proposer: FineEQAProposerConfig = field(default_factory=FineEQAProposerConfig)
 
 
 @dataclass
@@ -203,5 +233,6 @@ SCHEMAS: dict[str, type] = {
     "base_fbe": FBEPolicyConfig,
     "base_vlm_explore": VLMExplorePolicyConfig,
     "base_vlm_waypoint": VLMWaypointPolicyConfig,
+    "base_fine_eqa": FineEQAPolicyConfig,
     "base_imported": ImportedPolicyConfig,
 }

@@ -96,6 +96,8 @@ class VLMExploreProposer(FrontierProposer, GuidedProposer):
         self.ask_confidence = bool(c.ask_confidence)
         self.top_logprobs = int(c.top_logprobs) if c.top_logprobs else None
         self.save_prompt_images = bool(c.save_prompt_images)
+        self.last_points: PromptPoints | None = None  # this step's lettered points
+        self.last_drawn: bytes | None = None  # and the frame they are drawn on
         self._reset_stats()
 
     def _reset_stats(self) -> None:
@@ -144,6 +146,7 @@ class VLMExploreProposer(FrontierProposer, GuidedProposer):
         )  # fmt: skip
         vlm = view.record.setdefault("vlm", {})
         vlm["candidates"] = int(pts.candidates)
+        self.last_points, self.last_drawn = pts, None  # read by subclasses (fine_eqa)
         if len(pts) < self.vp.min_num_prompt_points:
             vlm["points"] = []
             return None
@@ -152,6 +155,7 @@ class VLMExploreProposer(FrontierProposer, GuidedProposer):
         drawn = await ctx.run_cpu(
             self._timed, "encode", draw_letters, obs.rgb, pts.pixels, self.vp.circle_radius
         )
+        self.last_drawn = drawn
         if self.save_prompt_images and self.artifacts_dir is not None:
             name = f"step_{state.step:03d}_prompt.png"
             self.artifacts_dir.mkdir(parents=True, exist_ok=True)
