@@ -187,8 +187,7 @@ def run_inputs(
 ) -> dict[str, dict[str, str]]:
     """Content hashes of what produced the records: the task's data files, the prompt files and
     the judge's inputs (a blind run's records)."""
-    blind = cfg.judge.get("blind_run_dir")
-    judge_files = [Path(str(blind)) / EPISODES_FILE] if blind else []
+    judge_files = parts.judge.declaration().input_files(cfg.judge)
     return input_hashes(parts.task.describe(), prompts, judge_files)
 
 
