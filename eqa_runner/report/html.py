@@ -67,6 +67,7 @@ class EpisodeRow:
     prediction: str
     judge: str
     exploration: str = ""
+    options: str = ""  # a multiple-choice question's options ("A. sofa · B. bed ...")
     error: bool = False
     images: list[Image] = field(default_factory=list)
     map: Image | None = None  # the trajectory map (exploration tasks)
@@ -79,9 +80,10 @@ class EpisodeRow:
 class Section:
     """The episode rows of one run."""
 
-    label: str
+    label: str  # the run's swept keys (``policy=fbe, run.seed=1``), else its dir
     episodes: list[EpisodeRow]
     hidden: int = 0  # rows beyond --max-episodes
+    path: str = ""  # the run's dir, relative to the reported runs' common parent
 
 
 def _episodes_dir(run: Run) -> Path | None:
@@ -178,6 +180,18 @@ def _exploration(rec: EpisodeRecord) -> str:
     return "; ".join(bits)
 
 
+def _options(trace: dict[str, Any]) -> str:
+    """The lettered options of a multiple-choice question (the trace's ``choices``), so a row
+    saying "reference C, prediction A" shows what C and A were."""
+    from eqa_runner.capabilities import CHOICES
+    from eqa_runner.llm.choice import LETTERS, option_letters
+
+    opts = trace.get(CHOICES)
+    if not isinstance(opts, list) or not 1 <= len(opts) <= len(LETTERS):
+        return ""
+    return " · ".join(f"{k}. {o}" for k, o in zip(option_letters(len(opts)), opts, strict=True))
+
+
 def _row(
     rec: EpisodeRecord, run_dir: Path, ep_dir: Path | None, thumbs: Thumbs, row_metrics: list[str]
 ) -> EpisodeRow:
@@ -195,6 +209,7 @@ def _row(
         prediction=str(rec["prediction"] or ""),
         judge=str(judge),
         exploration=_exploration(rec),
+        options=_options(rec["trace"]),
         error=err,
         images=_images(rec, run_dir, ep_dir, thumbs),
         **episode_media(rec["trace"], run_dir, thumbs, str(rec["episode_id"])),
@@ -214,7 +229,7 @@ def episode_section(run: Run, thumbs: Thumbs, max_episodes: int) -> Section:
         total = len(recs)
     shown = run.declaration().row_metrics()
     rows = [_row(rec, d, ep_dir, thumbs, shown) for rec, d in recs[:max_episodes]]
-    return Section(run.label, rows, max(0, total - max_episodes))
+    return Section(run.short or run.label, rows, max(0, total - max_episodes), run.label)
 
 
 def _notes(runs: list[Run]) -> list[str]:
@@ -298,8 +313,8 @@ def render(
         paired_notes = paired.notes + [
             f"warning: {w}" for w in stamp_warnings(runs, runs_differing_keys(runs))
         ]
-        if "run" not in table.columns:  # identical configs already get a "run" column
-            table.insert(0, "run", [r.label for r in runs])
+        # the swept keys' columns name the rows (a Hydra sweep's dir names run to 80
+        # characters); identical configs already get a "run" column of their dirs
     else:
         table = display_runs(runs_table(runs), metrics)
     decl = declarations(runs)
