@@ -60,7 +60,7 @@ def test_sweep_page_names_runs_by_their_swept_keys_and_keeps_the_paired_table_by
     text = _sweep_page(tmp_path)
     cells = re.findall(r"<t[dh][^>]*>([^<]*)</t[dh]>", text)
     assert not [c for c in cells if "policy.num_frames=8" in c]  # no Hydra dir name shown
-    assert "<th colspan=\"8\" title=\"run.seed=1,policy" in text  # the dir: a tooltip only
+    assert '<th colspan="8" title="run.seed=1,policy' in text  # the dir: a tooltip only
     assert ">run.seed=1</th>" in text  # the section header: the swept key
     heading = text.index("<h2>Paired differences</h2>")
     table = text.index('<table border="1" class="dataframe summary">', heading)
