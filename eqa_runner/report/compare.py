@@ -290,11 +290,13 @@ def _canon(v: Any) -> str:
     return json.dumps(v, sort_keys=True, default=str)
 
 
-def stamp_warnings(runs: list[Run], compared: list[str]) -> list[str]:
-    """Differences between the runs' reproducibility stamps not explained by the compared keys."""
+def stamp_warnings(runs: list[Run], compared: list[str], *, short: bool = False) -> list[str]:
+    """Differences between the runs' reproducibility stamps not explained by the compared keys
+    (``short``: runs named by their swept keys, as the HTML page names them)."""
     stamps = [r.summary.get("reproducibility") for r in runs]
     out = []
-    missing = [r.label for r, s in zip(runs, stamps, strict=True) if not s]
+    names = [(r.short or r.label) if short else r.label for r in runs]
+    missing = [n for n, s in zip(names, stamps, strict=True) if not s]
     if missing:
         out.append(f"no reproducibility stamp (summary from an older version) in: "
                    f"{', '.join(missing)}")  # fmt: skip

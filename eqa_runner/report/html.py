@@ -281,7 +281,12 @@ def category_charts(runs: list[Run], decl: Declaration) -> list[dict[str, str]]:
     charts = []
     for name in decl.per_category():
         spec = decl.get(name)
-        uri = category_chart(runs, name, percent=spec is None or spec.scale == PERCENT)
+        uri = category_chart(
+            runs,
+            name,
+            percent=spec is None or spec.scale == PERCENT,
+            lower_better=spec is not None and not spec.higher_is_better,
+        )
         if uri:
             charts.append({"uri": uri, "metric": name})
     return charts
@@ -311,7 +316,7 @@ def render(
             paired_html = Markup(pt.to_html(index=False, na_rep="-", escape=True,
                                             classes="summary"))  # fmt: skip
         paired_notes = paired.notes + [
-            f"warning: {w}" for w in stamp_warnings(runs, runs_differing_keys(runs))
+            f"warning: {w}" for w in stamp_warnings(runs, runs_differing_keys(runs), short=True)
         ]
         # the swept keys' columns name the rows (a Hydra sweep's dir names run to 80
         # characters); identical configs already get a "run" column of their dirs

@@ -73,7 +73,7 @@ class HMEQAJudge(Judge):
 
     headline = "accuracy"
     metric_list = (
-        Metric("accuracy", per_category=True),
+        Metric("accuracy", per_category=True, row=True),  # per episode: 1 right, 0 wrong
         Metric("success_weighted"),  # upstream's two rules: no breakdown
         Metric("success_max"),
     )

@@ -32,7 +32,7 @@ class MP3DEQAJudge(Judge):
 
     headline = "accuracy"
     metric_list = (
-        Metric("accuracy", per_category=True),
+        Metric("accuracy", per_category=True, row=True),  # per episode: 1 right, 0 wrong
         Metric("d_T", scale=METRES, higher_is_better=False),
         Metric("d_D", scale=METRES),  # d_0 - d_T: the distance gained towards the goal
         Metric("d_min", scale=METRES, higher_is_better=False),
