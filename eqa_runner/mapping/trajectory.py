@@ -95,7 +95,8 @@ def _asked(step: Mapping[str, Any]) -> bool:
 
 
 def trace_points(trace: Mapping[str, Any]) -> TracePoints | None:
-    """The path, model-asked steps, goal and d_T of a trace; None without recorded positions."""
+    """The path, model-asked steps, goal and final goal distance of a trace; None without
+    recorded positions."""
     steps = [s for s in trace.get("steps") or [] if isinstance(s, Mapping) and s.get("position")]
     pts = [list(map(float, s["position"])) for s in steps]
     asked = [i for i, s in enumerate(steps) if _asked(s)]
@@ -200,7 +201,7 @@ def _draw_marks(
     px: Pixel,
     s: int,
 ) -> None:
-    """Path with step markers, asked steps, start, goal (with d_T), final position."""
+    """Path with step markers, asked steps, start, goal (with its distance), final position."""
     r = max(2.0, 1.2 * s)
     xy = [px(p) for p in tp.path]
     keep = [q for q, ok in zip(xy, on_floor, strict=True) if ok]
@@ -228,7 +229,7 @@ def _draw_marks(
                        fill=COLORS["final"], outline=(255, 255, 255))  # fmt: skip
     label = f"{len(tp.path) - 1} hops, {len(tp.asked)} asked"
     if tp.d_t is not None:
-        label += f", d_T {tp.d_t:.2f} m"
+        label += f", goal {tp.d_t:.2f} m away"
     draw.text((4, 3), label, fill=COLORS["text"])
 
 

@@ -16,7 +16,6 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -191,8 +190,7 @@ def _prompt_files(plan: RunPlan) -> None:
     parts = plan.parts
     plan.prompts = {**parts.policy.prompts(plan.prompts_dir),
                     **parts.judge.prompts(plan.prompts_dir)}  # fmt: skip
-    blind = plan.cfg.judge.get("blind_run_dir")
-    judge_files = [Path(str(blind)) / EPISODES_FILE] if blind else []
+    judge_files = parts.judge.declaration().input_files(plan.cfg.judge)
     plan.inputs = input_hashes(plan.task_info, plan.prompts, judge_files)
 
 
