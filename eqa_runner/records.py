@@ -20,6 +20,7 @@ from typing import Any, cast
 
 from eqa_runner.errors import RunDirError
 from eqa_runner.redact import redact
+from eqa_runner.safe_io import write_atomic
 from eqa_runner.types import EpisodeRecord, UsageInfo
 
 log = logging.getLogger(__name__)
@@ -335,17 +336,10 @@ def ok_ids(path: Path) -> set[str]:
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
-    """Write JSON via a temp file + rename, so readers never see half a file."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    """Write JSON through the one writer (:func:`eqa_runner.safe_io.write_atomic`: temp file,
+    fsync, rename, never through a link, redacted), so readers never see half a file."""
     text = json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    text = redact(text)  # every secret the process knows (eqa_runner.redact)
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)  # no half-written temp file left behind
-        raise
+    write_atomic(path, text)
 
 
 class RunLock:

@@ -254,9 +254,11 @@ def _override_values(value: str) -> list[str]:
 
 def redact_saved_configs(hydra_dir: Path) -> None:
     """Blank ``api_key`` values in ``.hydra/*.yaml`` files (copies written by older versions)."""
+    from eqa_runner.safe_io import write_atomic
+
     pattern = re.compile(rf"^(\s*(?:-\s*)?\S*{SECRET_CONFIG_KEY}\s*[:=]\s*)(?!null\s*$)\S.*$", re.M)
     for f in Path(hydra_dir).glob("*.yaml"):
         text = f.read_text(encoding="utf-8")
         new = pattern.sub(lambda m: m.group(1) + "'<refused>'", text)
         if new != text:
-            f.write_text(new, encoding="utf-8")
+            write_atomic(f, new)

@@ -117,14 +117,19 @@ def main(argv: list[str] | None = None) -> int:
     """Print the tables (and write CSV / HTML); 0, or 2 after a one-line ``error: …``."""
     args = _parser().parse_args(argv)
     from eqa_runner.redact import install
+    from eqa_runner.safe_io import refused_line
 
     install()
+    refused_line()  # counts this command's refused paths only
     try:
         # a report builds trees of plain values (freed by reference counting); the collector's
         # passes over a sweep's records, triggered again and again as they pile up, were a fifth
         # of a sweep report's CPU (docs/benchmarks.md, issue 27); cycles are collected after
         with gc_paused():
-            return _report(args)
+            code = _report(args)
+        if refused := refused_line():  # files a record names outside its run dir: not embedded
+            print(refused, file=sys.stderr)
+        return code
     except UserError as e:  # ReportError, and a bad imported file or override (--import)
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -148,7 +148,9 @@ def _resolved(node: Any) -> Any:
         except Exception:  # noqa: BLE001 - this leaf only the job can resolve
             value = node._get_node(k)._value()
         values.append(_resolved(value) if isinstance(value, (DictConfig, ListConfig)) else value)
-    return dict(zip(map(str, keys), values)) if isinstance(node, DictConfig) else values
+    return (
+        dict(zip(map(str, keys), values, strict=True)) if isinstance(node, DictConfig) else values
+    )
 
 
 def screen_every_composition() -> None:
