@@ -262,6 +262,8 @@ def _bad_line(raw: bytes) -> str | None:
         return incomplete_reason(json.loads(raw))
     except ValueError:
         return "not JSON"
+    except RecursionError:
+        return "JSON nested too deeply"
 
 
 def read_records(path: Path) -> list[EpisodeRecord]:
@@ -307,7 +309,8 @@ def iter_records(path: Path) -> Iterator[EpisodeRecord]:
                 bad_json = None
             try:
                 rec = json.loads(raw)
-            except ValueError:  # JSONDecodeError, or UnicodeDecodeError for a line torn mid-char
+            except (ValueError, RecursionError):  # not JSON, a line torn mid-char, or nested
+                # deeper than the parser goes (a hostile line): quarantined on resume
                 bad_json = i
                 continue
             why = incomplete_reason(rec)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import tempfile
 import threading
 from collections import Counter
@@ -123,27 +124,21 @@ def refused_line(*, reset: bool = True) -> str | None:
 # ----------------------------------------------------------------------------- JSON
 
 
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
 def nesting_depth_over(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
-    """Whether JSON ``text`` nests deeper than ``limit`` (brackets outside strings), in one
-    linear pass without parsing."""
-    depth, in_str, esc = 0, False, False
-    for ch in text:
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "[{":
-            depth += 1
-            if depth > limit:
-                return True
-        elif ch in "]}":
-            depth -= 1
-    return False
+    """Whether JSON ``text`` nests deeper than ``limit`` (brackets outside strings), without
+    parsing: strings are cut out, the brackets become +1/-1 and their running sum is the depth."""
+    import numpy as np
+
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text)).encode("ascii")
+    if len(brackets) <= 2 * limit and brackets.count(b"[") + brackets.count(b"{") <= limit:
+        return False
+    arr = np.frombuffer(brackets, dtype=np.uint8)
+    steps = np.where((arr == ord("[")) | (arr == ord("{")), 1, -1)
+    return int(np.cumsum(steps).max(initial=0)) > limit
 
 
 def loads_json(text: str | bytes, source: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
@@ -165,7 +160,9 @@ def loads_json(text: str | bytes, source: str, *, max_depth: int = MAX_JSON_DEPT
     except ValueError as e:
         where = f"line {e.lineno} column {e.colno}: " if isinstance(e, json.JSONDecodeError) else ""
         msg = e.msg if isinstance(e, json.JSONDecodeError) else str(e)
-        raise UnsafeInputError(f"{source}: not valid JSON ({where}{msg})") from None
+        raise UnsafeInputError(
+            f"{source}: not valid JSON ({where}{msg}). Re-download or fix the file."
+        ) from None
     except RecursionError:  # a depth the scan allowed but this interpreter's stack did not
         raise UnsafeInputError(f"{source}: JSON nested too deeply; not read") from None
 
@@ -183,13 +180,16 @@ def read_json(
     return loads_json(path.read_bytes(), str(path), max_depth=max_depth)
 
 
-def expect_type(value: Any, types: type | tuple[type, ...], source: str, field: str) -> Any:
+def expect_type(
+    value: Any, types: type | tuple[type, ...], source: str, field: str, fix: str = ""
+) -> Any:
     """``value`` when it is of ``types``; else one line naming the file, item and field."""
     if isinstance(value, types) and not (isinstance(value, bool) and bool not in _as_tuple(types)):
         return value
     names = " or ".join(_json_name(t) for t in _as_tuple(types))
+    got = f"{_json_name(type(value))} ({str(value)[:60]!r})"
     raise UnsafeInputError(
-        f"{source}: {field} must be {names}, not {_json_name(type(value))} ({str(value)[:60]!r})"
+        f"{source}: {field} must be {names}, not {got}" + (f"; {fix}" if fix else "")
     )
 
 
