@@ -18,13 +18,16 @@ import json
 import logging
 import os
 import re
+import shutil
 import tempfile
 import threading
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from eqa_runner.errors import UnsafeInputError, UnsafeWriteError
+from eqa_runner.errors import UnsafeInputError, UnsafeWriteError, UserError
 from eqa_runner.redact import redact
 
 log = logging.getLogger(__name__)
@@ -59,6 +62,28 @@ def write_atomic(path: Path | str, data: str | bytes, *, redacted: bool = True) 
         Path(tmp).unlink(missing_ok=True)  # no half-written temp file left behind
         raise
     return path
+
+
+@contextmanager
+def as_it_was_on_refusal(d: Path | str) -> Iterator[None]:
+    """Leave ``d`` byte for byte as it was when the block raises a :class:`UserError` (a
+    refused start): a dir it made is removed, a dir it changed is restored from a copy."""
+    d = Path(d)
+    backup = None
+    if d.exists():
+        backup = Path(tempfile.mkdtemp(prefix=f".{d.name}.", dir=d.parent))
+        shutil.copytree(d, backup / "copy", symlinks=True)
+    try:
+        yield
+    except UserError:
+        if d.is_dir() and not d.is_symlink():
+            shutil.rmtree(d)
+        if backup is not None:
+            os.replace(backup / "copy", d)
+        raise
+    finally:
+        if backup is not None:
+            shutil.rmtree(backup, ignore_errors=True)
 
 
 _UMASK: list[int] = []

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import os
 from pathlib import Path
 
@@ -161,3 +162,27 @@ def test_a_rejudged_rows_page_does_not_overwrite_the_original_judges(tmp_path):
     original, rejudged = run / "report.html", run / "report.rejudged-k.html"
     assert original.is_file() and rejudged.is_file()
     assert "rejudged: k" in rejudged.read_text() and "rejudged: k" not in original.read_text()
+
+
+def _tree(d: Path) -> dict[str, bytes]:
+    return {p.relative_to(d).as_posix(): p.read_bytes() for p in d.rglob("*") if p.is_file()}
+
+
+def test_a_refused_import_leaves_the_dir_as_it_was(tmp_path, compose_cfg, openeqa_data, capsys):
+    """An import into a dir holding another run's records is refused by the run's start check;
+    ``imported/`` was written before that check and stayed behind."""
+    from eqa_runner.run.loop import run
+
+    done = tmp_path / "r"
+    run(compose_cfg([f"task.data_dir={openeqa_data}", "run.limit=3", "llm=offline",
+                     "judge.model=offline", "run.progress=false"], out=done))  # fmt: skip
+    before = _tree(done)
+    questions = json.loads((openeqa_data / "open-eqa-v0.json").read_text())[:3]
+    f = tmp_path / "preds.json"
+    f.write_text(json.dumps([{"question_id": q["question_id"], "answer": "a"} for q in questions]))
+    tally.add("bad inputs tried")
+    code = report_main(["--import", str(f), "--format", "openeqa", "--out", str(done),
+                        f"task.data_dir={openeqa_data}", "judge.model=offline",
+                        "run.progress=false"])  # fmt: skip
+    assert code == 2 and capsys.readouterr().err.startswith("error: ")
+    assert _tree(done) == before and not (done / "imported").exists()
