@@ -87,9 +87,11 @@ def main() -> None:
         return
     from eqa_runner.llm import secret_overrides
     from eqa_runner.redact import install
+    from eqa_runner.run.configstore import screen_every_composition
     from eqa_runner.run.rundir import remove_unlabelled_fresh_dirs
 
     install()  # every secret of the environment is redacted from the console and the logs
+    screen_every_composition()  # --cfg/--info/--help print only a screened config
 
     refusal = secret_overrides(sys.argv[1:])  # before Hydra composes, logs or writes anything
     if refusal:

@@ -41,6 +41,14 @@ class ReportError(UserError, ValueError):
     """Nothing to report, or the inputs cannot be read."""
 
 
+class UnsafeInputError(DataError):
+    """A file from outside over a limit (size, JSON nesting) or with a field of the wrong type."""
+
+
+class UnsafeWriteError(UserError, OSError):
+    """An output path the one writer refuses: a symbolic link (its target is never replaced)."""
+
+
 def os_error_line(path: Path | str, e: OSError, fix: str) -> str:
     """One line for a filesystem error: the path, what the OS said, and the fix."""
     what = {

@@ -20,6 +20,7 @@ from typing import Any, cast
 
 from eqa_runner.errors import RunDirError
 from eqa_runner.redact import redact
+from eqa_runner.safe_io import write_atomic
 from eqa_runner.types import EpisodeRecord, UsageInfo
 
 log = logging.getLogger(__name__)
@@ -261,6 +262,8 @@ def _bad_line(raw: bytes) -> str | None:
         return incomplete_reason(json.loads(raw))
     except ValueError:
         return "not JSON"
+    except RecursionError:
+        return "JSON nested too deeply"
 
 
 def read_records(path: Path) -> list[EpisodeRecord]:
@@ -306,7 +309,8 @@ def iter_records(path: Path) -> Iterator[EpisodeRecord]:
                 bad_json = None
             try:
                 rec = json.loads(raw)
-            except ValueError:  # JSONDecodeError, or UnicodeDecodeError for a line torn mid-char
+            except (ValueError, RecursionError):  # not JSON, a line torn mid-char, or nested
+                # deeper than the parser goes (a hostile line): quarantined on resume
                 bad_json = i
                 continue
             why = incomplete_reason(rec)
@@ -335,17 +339,10 @@ def ok_ids(path: Path) -> set[str]:
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
-    """Write JSON via a temp file + rename, so readers never see half a file."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    """Write JSON through the one writer (:func:`eqa_runner.safe_io.write_atomic`: temp file,
+    fsync, rename, never through a link, redacted), so readers never see half a file."""
     text = json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    text = redact(text)  # every secret the process knows (eqa_runner.redact)
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)  # no half-written temp file left behind
-        raise
+    write_atomic(path, text)
 
 
 class RunLock:

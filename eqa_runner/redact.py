@@ -28,31 +28,65 @@ from typing import Any, TextIO
 REDACTED = "<redacted>"
 MIN_SECRET_LEN = 8  # shorter values are not registered (they would blank ordinary words)
 
-# well-known key shapes (prefix + a long random tail)
+# --- the table: what a secret looks like and what it is called ------------------------------
+# Shapes and names are data; the screen (eqa_runner.llm.secrets) and this filter read them.
+# A new shape or name is one row here plus a case in tests/reliability/test_secret_table.py.
+
+#: (what, pattern) of values that are keys whatever their field: a prefix + a long random tail
+KEY_SHAPE_TABLE: tuple[tuple[str, str], ...] = (
+    ("OpenAI-style", r"sk-[A-Za-z0-9_-]{16,}"),
+    ("Stripe", r"sk_(?:live|test)_[A-Za-z0-9]{16,}"),
+    ("Google API", r"AIza[0-9A-Za-z_-]{30,}"),
+    ("GitHub", r"gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"),
+    ("Hugging Face", r"hf_[A-Za-z0-9]{20,}"),
+    ("Slack", r"xox[abposr]-[A-Za-z0-9-]{10,}"),
+    ("AWS access key id", r"AKIA[0-9A-Z]{16}"),
+    ("GitLab", r"glpat-[A-Za-z0-9_-]{16,}"),
+    ("Groq", r"gsk_[A-Za-z0-9]{20,}"),
+    ("Perplexity", r"pplx-[A-Za-z0-9]{20,}"),
+    ("Replicate", r"r8_[A-Za-z0-9]{20,}"),
+    ("NVIDIA", r"nvapi-[A-Za-z0-9_-]{20,}"),
+    ("JWT", r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
+)
+#: name parts that say "this holds a secret" (whole parts, after splitting on _ - . and case)
+SECRET_NAME_PARTS = frozenset(
+    {"token", "secret", "password", "passwd", "passphrase", "authorization", "credential",
+     "credentials", "apikey", "bearer", "auth", "sas", "signature", "privatekey", "accesskey",
+     "cookie", "cookies", "jwt", "sessionid", "sessid", "jsessionid", "phpsessid"}
+)  # fmt: skip
+#: name suffixes that say the same inside one part (``accessToken``, ``dbpassword``)
+SECRET_NAME_SUFFIXES = ("token", "secret", "password", "apikey")
+#: a name whose LAST part is one of these holds a secret (``X-Session``, ``Session``)
+SECRET_LAST_PARTS = frozenset({"session"})
+#: ``name=value`` names inside any string (connection strings, ODBC, queries) that carry a
+#: credential besides every credential-named one (``PWD`` alone is not: it is the shell's cwd)
+SECRET_PAIR_NAMES = frozenset({"pwd", "pass", "jwt"})
+#: URL query names that carry credentials (besides the two sets above)
+SECRET_QUERY_NAMES = frozenset(
+    {"key", "code", "auth", "sig", "signature", "token", "apikey", "subscription-key", "secret",
+     "password", "access_token", "client_secret", "pwd", "pass", "jwt", "session"}
+)  # fmt: skip
+#: ``<x>_key`` is a credential unless <x> says it is a lookup key
+ORDINARY_KEY_PREFIXES = frozenset(
+    {"sort", "cache", "primary", "group", "lookup", "hash", "partition", "index", "dict", "join",
+     "metric", "score", "config", "cfg", "result", "exclude", "include", "map", "foreign", "id"}
+)  # fmt: skip
+#: a name ending in these parts holds *where* a secret is, not the secret itself
+POINTER_SUFFIXES = ("env", "var", "file", "path", "dir", "name", "names", "url", "header")
+
 KEY_SHAPES = re.compile(
-    r"(?<![A-Za-z0-9])("
-    r"sk-[A-Za-z0-9_-]{16,}|sk_(?:live|test)_[A-Za-z0-9]{16,}|AIza[0-9A-Za-z_-]{30,}"
-    r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|hf_[A-Za-z0-9]{20,}"
-    r"|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|glpat-[A-Za-z0-9_-]{16,}"
-    r"|gsk_[A-Za-z0-9]{20,}|pplx-[A-Za-z0-9]{20,}|r8_[A-Za-z0-9]{20,}|nvapi-[A-Za-z0-9_-]{20,}"
-    r")"
+    r"(?<![A-Za-z0-9])(" + "|".join(f"(?:{p})" for _, p in KEY_SHAPE_TABLE) + ")"
 )
 _BEARER_IN_TEXT = re.compile(
     r"(?i)\b(bearer|basic)\s+(?=[A-Za-z._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]{12,}"
 )
-
-# name parts that say "this holds a secret" (whole parts, after splitting on _ - . and case)
-_SECRET_PARTS = frozenset(
-    {"token", "secret", "password", "passwd", "authorization", "credential", "credentials",
-     "apikey", "bearer", "auth", "sas", "signature", "privatekey", "accesskey"}
-)  # fmt: skip
-# ``<x>_key`` is a credential unless <x> says it is a lookup key
-_ORDINARY_KEY_PREFIXES = frozenset(
-    {"sort", "cache", "primary", "group", "lookup", "hash", "partition", "index", "dict", "join",
-     "metric", "score", "config", "cfg", "result", "exclude", "include", "map", "foreign", "id"}
-)  # fmt: skip
-# a name ending in these parts holds *where* a secret is, not the secret itself
-_POINTER_SUFFIXES = ("env", "var", "file", "path", "dir", "name", "names", "url", "header")
+# ``name=value`` inside a structured string (``…;AccountKey=<base64>;…``, ``Password=…`` in an
+# ODBC string) or a URL query (``?pwd=…``): the value is a secret when the name says so
+_NAME = r"(?<![A-Za-z0-9_.-])([A-Za-z][A-Za-z0-9_-]{1,40})"
+_PAIR_IN_TEXT = re.compile(_NAME + r"=([^;&#\s\"'<>…]{6,})")
+# ``Name: value`` (a header in an error text: ``Cookie: …``, ``X-Session: …``)
+_HEADER_IN_TEXT = re.compile(_NAME + r":[ \t]*([^\s\"'<>…,;]{8,})")
+_QUERY_IN_TEXT = re.compile(r"(?<=[?&])([A-Za-z][A-Za-z0-9_-]{0,40})=([^&#\s\"'<>…]{6,})")
 
 
 def name_parts(name: str) -> list[str]:
@@ -66,14 +100,38 @@ def credential_name(name: str) -> bool:
     parts: ``openai_api_key``, ``HF_TOKEN``, ``Ocp-Apim-Subscription-Key``, ``X-Api-Token``,
     ``accessToken``; not ``max_tokens``, ``cache_key``, ``api_key_env``."""
     parts = name_parts(name)
-    if not parts or parts[-1] in _POINTER_SUFFIXES:
+    if not parts or parts[-1] in POINTER_SUFFIXES:
         return False
+    if parts[-1] in SECRET_LAST_PARTS:
+        return True
     for p in parts:
-        if p in _SECRET_PARTS or p.endswith(("token", "secret", "password", "apikey")):
+        if p in SECRET_NAME_PARTS or p.endswith(SECRET_NAME_SUFFIXES):
             return True
     if parts[-1] == "key":
-        return len(parts) == 1 or parts[-2] not in _ORDINARY_KEY_PREFIXES
+        return len(parts) == 1 or parts[-2] not in ORDINARY_KEY_PREFIXES
     return False
+
+
+def secret_pair_name(name: str, *, query: bool = False) -> bool:
+    """Whether ``name`` in ``name=value`` names a secret: in a connection string
+    (``AccountKey``, ``Password``, ``Pwd``) or, with ``query``, in a URL query (``?key=``)."""
+    low = name.lower()
+    return (
+        low in SECRET_PAIR_NAMES or (query and low in SECRET_QUERY_NAMES) or credential_name(name)
+    )
+
+
+def _redact_pair(m: re.Match[str]) -> str:
+    return f"{m.group(1)}={REDACTED}" if secret_pair_name(m.group(1)) else m.group(0)
+
+
+def _redact_header(m: re.Match[str]) -> str:
+    return f"{m.group(1)}: {REDACTED}" if credential_name(m.group(1)) else m.group(0)
+
+
+def _redact_query(m: re.Match[str]) -> str:
+    name = m.group(1)
+    return f"{name}={REDACTED}" if secret_pair_name(name, query=True) else m.group(0)
 
 
 class _Registry:
@@ -123,6 +181,12 @@ def redact(text: str) -> str:
     if pat is not None:
         text = pat.sub(REDACTED, text)
     text = KEY_SHAPES.sub(REDACTED, text)
+    if ":" in text:
+        text = _HEADER_IN_TEXT.sub(_redact_header, text)
+    if "=" in text:
+        text = _PAIR_IN_TEXT.sub(_redact_pair, text)
+        if "?" in text:
+            text = _QUERY_IN_TEXT.sub(_redact_query, text)
     return _BEARER_IN_TEXT.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
 
 

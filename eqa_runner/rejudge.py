@@ -156,9 +156,10 @@ def episode_from_record(rec: EpisodeRecord) -> Episode:
 
 def prediction_from_record(rec: EpisodeRecord, run_dir: Path) -> Prediction:
     trace = rec["trace"]
-    images = [
-        (run_dir / p).read_bytes() for p in trace.get("judge_images", []) if (run_dir / p).is_file()
-    ]
+    from eqa_runner.safe_io import confine
+
+    inside = [confine(p, run_dir, what="judge image") for p in trace.get("judge_images", [])]
+    images = [p.read_bytes() for p in inside if p is not None and p.is_file()]
     return Prediction(answer=rec["prediction"], images_for_judge=images, trace=trace)
 
 
@@ -438,6 +439,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"\n[eqa_runner] rejudge interrupted ({name}) before it started: nothing written",
               file=sys.stderr, flush=True)  # fmt: skip
         sys.exit(RejudgeInterrupted(args.run_dir, "", name).exit_code)
+    from eqa_runner.safe_io import refused_line
+
+    if refused := refused_line():  # judge images named outside the run dir: never uploaded
+        print(refused, file=sys.stderr, flush=True)
     c = out.get("counts") or {}
     sys.exit(1 if c.get("error") or c.get("missing") else 0)
 

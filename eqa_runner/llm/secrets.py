@@ -3,7 +3,7 @@
 One screen (:func:`screen_values`) looks at every composed config value before anything is
 written (Hydra's callback runs it before the run directory is made, the run loop again for
 in-process runs): a value that looks like a credential is refused naming the field, with the
-value masked. Three shapes are recognised:
+value masked. The shapes and names are a table (:mod:`eqa_runner.redact`); four kinds:
 
 - a field whose *name* says it holds a secret, matched by parts
   (:func:`eqa_runner.redact.credential_name`: ``openai_api_key``, ``hf_token``,
@@ -12,6 +12,8 @@ value masked. Three shapes are recognised:
 - a value that looks like a key whatever its field (provider key prefixes such as ``sk-``,
   ``Bearer …``, a URL with a password or a credential query such as ``?key=``, ``?code=``,
   ``?subscription-key=``, long random strings that are not made of words);
+- a ``name=value;…`` string (a connection string) one of whose names is a credential name
+  (``AccountKey``, ``Password``, ``Pwd``);
 - an ``*_env`` field (the NAME of an environment variable) holding something that is not a
   name, or a name that is itself key-shaped (``hf_…``, 32+ hex digits, ``sk-…``).
 
@@ -29,16 +31,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from eqa_runner.redact import KEY_SHAPES, credential_name, register
+from eqa_runner.redact import KEY_SHAPES, credential_name, register, secret_pair_name
 
 SECRET_CONFIG_KEY = "api_key"  # config keys with this last component must never hold a value
 
 _BEARER = re.compile(r"^\s*(bearer|basic|token)\s+\S{8,}", re.I)
-# URL query parameters that carry credentials (besides every credential-named one)
-_SECRET_QUERY = frozenset(
-    {"key", "code", "auth", "sig", "signature", "token", "apikey", "subscription-key", "secret",
-     "password", "access_token", "client_secret"}
-)  # fmt: skip
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _HEX_KEY = re.compile(r"^(?=.*[a-fA-F])(?=.*[0-9])[0-9a-fA-F]{32,}$")
 _REFUSED_BLANK = ("", "null", "none", "~")
@@ -91,8 +88,23 @@ def url_credential(value: str) -> str | None:
     if parts.password:
         return "a URL with a password in it (user:password@host)"
     for k, v in parse_qsl(parts.query, keep_blank_values=False):
-        if v and (k.lower() in _SECRET_QUERY or credential_name(k)):
+        if v and secret_pair_name(k, query=True):
             return f"a URL with a credential in its query ({k}=…)"
+    return None
+
+
+_PAIR = re.compile(r"^\s*([A-Za-z][A-Za-z0-9 _.-]{0,40}?)\s*=\s*(.*?)\s*$")
+
+
+def structured_credential(value: str) -> str | None:
+    """Why a ``name=value;…`` string (an Azure connection string, an ODBC string) carries a
+    credential (``AccountKey=…``, ``Password=…``, ``Pwd=…``, ``SharedAccessSignature=…``)."""
+    if "=" not in value:
+        return None
+    for part in value.split(";"):
+        m = _PAIR.match(part)
+        if m and m.group(2).strip("{}'\"") and secret_pair_name(m.group(1).replace(" ", "")):
+            return f"a connection string with a credential in it ({m.group(1)}=…)"
     return None
 
 
@@ -141,7 +153,7 @@ def credential_problem(key: str, value: Any) -> str | None:
         return "a credential was given as a config value"
     if KEY_SHAPES.search(s) or _BEARER.match(s):
         return "this value looks like an API key"
-    why = url_credential(s)
+    why = url_credential(s) or structured_credential(s)
     if why:
         return why
     if _random_token(s):
@@ -242,9 +254,11 @@ def _override_values(value: str) -> list[str]:
 
 def redact_saved_configs(hydra_dir: Path) -> None:
     """Blank ``api_key`` values in ``.hydra/*.yaml`` files (copies written by older versions)."""
+    from eqa_runner.safe_io import write_atomic
+
     pattern = re.compile(rf"^(\s*(?:-\s*)?\S*{SECRET_CONFIG_KEY}\s*[:=]\s*)(?!null\s*$)\S.*$", re.M)
     for f in Path(hydra_dir).glob("*.yaml"):
         text = f.read_text(encoding="utf-8")
         new = pattern.sub(lambda m: m.group(1) + "'<refused>'", text)
         if new != text:
-            f.write_text(new, encoding="utf-8")
+            write_atomic(f, new)

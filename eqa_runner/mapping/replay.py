@@ -7,6 +7,7 @@ highlighted on the map. Only with ``run.save_artifacts=true`` (the frames exist 
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from eqa_runner.mapping.trajectory import render_trajectory
+from eqa_runner.safe_io import write_atomic
 from eqa_runner.sim.base import NavigableMap
 
 REPLAY_FILE = "replay.webp"
@@ -66,6 +68,7 @@ def save_replay(nav: NavigableMap, trace: Mapping[str, Any], artifacts_dir: Path
         with Image.open(path) as im:
             images.append(_frame(im, base, xy, f"step {s['step']}"))
     out = Path(artifacts_dir) / REPLAY_FILE
-    images[0].save(out, format="WEBP", save_all=True, append_images=images[1:],
+    buf = io.BytesIO()
+    images[0].save(buf, format="WEBP", save_all=True, append_images=images[1:],
                    duration=FRAME_MS, loop=0, quality=70, method=0)  # fmt: skip
-    return out
+    return write_atomic(out, buf.getvalue())

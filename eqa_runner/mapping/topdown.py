@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from eqa_runner.mapping.frontier import PlannerMaps
+from eqa_runner.safe_io import write_atomic
 
 COLORS = {
     "unknown": (200, 200, 200),
@@ -84,5 +86,6 @@ def save_topdown(
     """Draw and write a PNG; returns the path."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    render_topdown(maps, path_normal, scale).save(out, format="PNG", optimize=False)
-    return out
+    buf = io.BytesIO()
+    render_topdown(maps, path_normal, scale).save(buf, format="PNG", optimize=False)
+    return write_atomic(out, buf.getvalue())

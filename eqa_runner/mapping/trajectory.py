@@ -9,6 +9,7 @@ benchmark: any exploration task whose trace has these fields gets a map.
 
 from __future__ import annotations
 
+import io
 import math
 import threading
 from collections.abc import Callable, Mapping
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw
 
+from eqa_runner.safe_io import write_atomic
 from eqa_runner.sim.base import NavigableMap, Simulator
 
 COLORS = {
@@ -237,5 +239,6 @@ def save_trajectory(nav: NavigableMap, trace: Mapping[str, Any], out: str | Path
     """Draw and write the episode's map PNG; returns its path."""
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    draw_trajectory(nav, trace).save(path, format="PNG", optimize=False)
-    return path
+    buf = io.BytesIO()
+    draw_trajectory(nav, trace).save(buf, format="PNG", optimize=False)
+    return write_atomic(path, buf.getvalue())

@@ -10,7 +10,6 @@ they score a run of ours, and ``report --compare`` pairs it with our runs by epi
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from eqa_runner.llm import RequestEstimate
 from eqa_runner.policies.base import Policy
 from eqa_runner.policies.config import ImportedPolicyConfig
 from eqa_runner.policies.context import EpisodeContext
+from eqa_runner.safe_io import expect_type, loads_json
 from eqa_runner.types import Episode, Prediction
 
 
@@ -31,11 +31,9 @@ def read_predictions(path: Path) -> dict[str, dict[str, Any]]:
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataError(f"{path}:{n}: not a JSON line ({e.msg})") from None
-            out[str(row["episode_id"])] = row
+            row = expect_type(loads_json(line, f"{path}:{n}"), dict, f"{path}:{n}", "the line")
+            eid = expect_type(row.get("episode_id"), (str, int), f"{path}:{n}", "episode_id")
+            out[str(eid)] = row
     return out
 
 

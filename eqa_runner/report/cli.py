@@ -118,14 +118,19 @@ def main(argv: list[str] | None = None) -> int:
     """Print the tables (and write CSV / HTML); 0, or 2 after a one-line ``error: …``."""
     args = _parser().parse_args(argv)
     from eqa_runner.redact import install
+    from eqa_runner.safe_io import refused_line
 
     install()
+    refused_line()  # counts this command's refused paths only
     try:
         # a report builds trees of plain values (freed by reference counting); the collector's
         # passes over a sweep's records, triggered again and again as they pile up, were a fifth
         # of a sweep report's CPU (docs/benchmarks.md, issue 27); cycles are collected after
         with gc_paused():
-            return _report(args)
+            code = _report(args)
+        if refused := refused_line():  # files a record names outside its run dir: not embedded
+            print(refused, file=sys.stderr)
+        return code
     except UserError as e:  # ReportError, and a bad imported file or override (--import)
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -137,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _upstream(args: argparse.Namespace) -> int:
     """``--export`` / ``--import`` (docs/reports.md "Upstream formats")."""
-    from eqa_runner.report.upstream_formats import export_run, import_results
+    from eqa_runner.report.upstream_formats import IMPORT_DIR, export_run, import_results
+    from eqa_runner.safe_io import as_it_was_on_refusal
 
     if args.import_file is not None:
         if not args.format:
@@ -146,7 +152,16 @@ def _upstream(args: argparse.Namespace) -> int:
         bad = [o for o in overrides if "=" not in o]
         if bad:
             raise ReportError(f"--import takes config overrides (key=value), not {bad[0]}")
-        out = import_results(args.import_file, args.format, overrides, args.out)
+        src = Path(args.import_file)
+        dest = Path(args.out) if args.out else src.parent / f"{src.stem}_imported"
+        fresh = not dest.exists()
+        try:  # a refused import leaves its dir as it was (it kept imported/ before)
+            with as_it_was_on_refusal(dest / IMPORT_DIR):
+                out = import_results(args.import_file, args.format, overrides, args.out)
+        except UserError:
+            if fresh and dest.is_dir() and not any(dest.iterdir()):
+                dest.rmdir()
+            raise
         print(f"imported run: {out}\ncompare: python -m eqa_runner.report <our run> {out} "
               "--compare")  # fmt: skip
         return 0

@@ -43,6 +43,7 @@ from eqa_runner.report.runs import (
 )
 from eqa_runner.report.sweep_figures import sweep_svgs
 from eqa_runner.report.tables import display_runs, headline_metrics, runs_table
+from eqa_runner.safe_io import confine
 from eqa_runner.scoring.declare import PERCENT, Declaration
 from eqa_runner.types import EpisodeRecord
 
@@ -108,15 +109,16 @@ def _score(rec: EpisodeRecord, row_metrics: list[str]) -> float | None:
 
 def _images(rec: EpisodeRecord, run_dir: Path, ep_dir: Path | None, thumbs: Thumbs) -> list[Image]:
     trace = rec["trace"]
-    paths: list[Path] = []
+    paths: list[Path | None] = []
     frames = trace.get("frames") or []
     if frames and ep_dir is not None:
         k = min(MAX_THUMBS, len(frames))
         idx = sorted({round(i * (len(frames) - 1) / max(1, k - 1)) for i in range(k)})
-        paths += [ep_dir / frames[i] for i in idx]
-    paths += [run_dir / p for p in (trace.get("judge_images") or [])[:MAX_THUMBS]]
+        paths += [confine(frames[i], ep_dir, what="trace frame") for i in idx]
+    judge_images = (trace.get("judge_images") or [])[:MAX_THUMBS]
+    paths += [confine(p, run_dir, what="judge image") for p in judge_images]
     out = []
-    for p in paths:
+    for p in filter(None, paths):  # a path out of its dir is refused, counted (safe_io.confine)
         uri = thumbs(p)
         if uri:
             out.append(Image(uri, p.name, str(p)))
@@ -133,7 +135,8 @@ def episode_media(
     (``trace.topdown_maps`` in ``artifacts/<episode>/``) of one episode (when recorded)."""
     out: dict[str, Any] = {}
     for key in ("trajectory_map", "topdown"):
-        uri = file_uri(run_dir / trace[key], "image/png") if trace.get(key) else None
+        path = confine(trace[key], run_dir, what=f"trace.{key}") if trace.get(key) else None
+        uri = file_uri(path, "image/png") if path else None
         if uri:
             out["map"] = Image(uri, "trajectory map", str(trace[key]))
             break
@@ -144,13 +147,16 @@ def episode_media(
         names = list(trace["topdown_maps"])  # at most MAX_TOPDOWN, evenly spaced, the last kept
         k = min(MAX_TOPDOWN, len(names))
         picked = sorted({round(i * (len(names) - 1) / max(1, k - 1)) for i in range(k)})
-        maps = [(names[i], thumbs(art / str(names[i]))) for i in picked]
+        inside = {i: confine(art / str(names[i]), run_dir, what="trace.topdown_maps") for i in
+                  {*picked, len(names) - 1}}  # fmt: skip
+        maps = [(names[i], thumbs(q)) for i in picked if (q := inside[i]) is not None]
         out["topdown"] = [Image(uri, "top-down map", str(n)) for n, uri in maps if uri]
-        last = file_uri(art / str(trace["topdown_maps"][-1]), "image/png")
+        final = inside[len(names) - 1]
+        last = file_uri(final, "image/png") if final else None
         if "map" not in out and last:  # the final map stands in for a trajectory map
             out["map"] = Image(last, "top-down map", str(trace["topdown_maps"][-1]))
-    if trace.get("replay"):
-        replay = run_dir / trace["replay"]
+    replay = confine(trace["replay"], run_dir, what="trace.replay") if trace.get("replay") else None
+    if replay is not None:
         out["replay"] = file_uri(replay, "image/webp")
         strip = []
         for step in trace.get("steps") or []:
@@ -362,24 +368,40 @@ def write_reports(
                             max_episodes=max_episodes))  # fmt: skip
         return [dest]
     for r in runs:
-        dest = r.path / "report.html"
+        page = page_name(r)
+        dest = r.path / page
         if out:
-            dest = Path(out) / f"{r.path.name}.html" if len(runs) > 1 else Path(out)
+            dest = (
+                Path(out) / f"{r.path.name}{page[len('report') :]}" if len(runs) > 1 else Path(out)
+            )
             if dest.suffix != ".html":
-                dest = dest / "report.html"
+                dest = dest / page
         _write(dest, render([r], compare=False, max_episodes=max_episodes))
         written.append(dest)
     return written
 
 
+def page_name(run: Run) -> str:
+    """``report.html``; a rejudged row's page ``report.rejudged-<tag>.html`` (it overwrote the
+    original judge's page before)."""
+    prefix, suffix = "episodes.rejudged-", ".jsonl"
+    rf = run.records_file
+    if rf.startswith(prefix) and rf.endswith(suffix):
+        return f"report.rejudged-{rf[len(prefix) : -len(suffix)]}.html"
+    return "report.html"
+
+
 def _write(dest: Path, html: str) -> None:
     """Write one report; a place it cannot be written (a read-only run dir) is one line naming
     it and the fix (``--html-out``), and nothing else is touched."""
-    from eqa_runner.errors import ReportError, os_error_line
+    from eqa_runner.errors import ReportError, UserError, os_error_line
+    from eqa_runner.safe_io import write_atomic
 
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(html, encoding="utf-8")
+        write_atomic(dest, html)  # the one writer: atomic, never through a link
+    except UserError:
+        raise
     except OSError as e:
         fix = "write the report elsewhere with --html-out <file.html or dir>"
         raise ReportError(os_error_line(dest, e, fix)) from None

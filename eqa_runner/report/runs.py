@@ -17,6 +17,7 @@ from typing import Any, cast
 from eqa_runner.errors import ReportError
 from eqa_runner.records import EPISODES_FILE, SUMMARY_FILE, final_records, read_records
 from eqa_runner.report.keys import GROUPS, cell, config_key, differing_keys, flatten
+from eqa_runner.safe_io import read_json
 from eqa_runner.scoring.declare import Declaration, Metric, declaration_for, merged
 from eqa_runner.types import EpisodeRecord
 
@@ -208,7 +209,7 @@ def read_summary(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     """A run's summary (None when absent), and why it could not be read (a truncated or
     hand-edited file: the report then recomputes it from the records)."""
     try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
+        summary = read_json(path)
     except FileNotFoundError:
         return None, None
     except (OSError, ValueError) as e:
@@ -356,7 +357,7 @@ def rejudged_runs(run: Run) -> list[Run]:
     out = []
     for f in sorted(run.path.glob("summary.rejudged-*.json")):
         try:
-            s = json.loads(f.read_text(encoding="utf-8"))
+            s = read_json(f)
         except (OSError, ValueError):
             run.notes.append(f"{f.name}: unreadable, skipped")
             continue

@@ -22,6 +22,7 @@ from typing import Any
 
 from eqa_runner.errors import RunDirError
 from eqa_runner.records import PROVENANCE_FILE
+from eqa_runner.safe_io import read_json
 
 __all__ = ["PROVENANCE_FILE"]  # re-exported: the run dir code names it from here
 
@@ -135,7 +136,7 @@ def read_provenance(run_dir: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path)
     except (OSError, ValueError) as e:
         raise RunDirError(
             f"{path}: unreadable ({type(e).__name__}); it says which config produced this run "
@@ -245,7 +246,7 @@ def check_same_judge(path: Path, new: Mapping[str, Any], *, tag: str) -> None:
     """Refuse resuming ``rejudged-<tag>`` outputs that another judge wrote (naming what
     differs); ``path`` holds their recorded :func:`judge_record`."""
     try:
-        old = json.loads(Path(path).read_text(encoding="utf-8"))
+        old = read_json(path)
     except (OSError, ValueError):
         old = {}
     if old.get("judge_fingerprint") == new["judge_fingerprint"]:

@@ -31,6 +31,7 @@ from eqa_runner.records import write_json_atomic
 from eqa_runner.redact import redact
 from eqa_runner.run.config import RunConfig
 from eqa_runner.run.provenance import PROVENANCE_FILE, provenance_record, read_provenance
+from eqa_runner.safe_io import write_atomic
 
 HYDRA_SUBDIR = ".hydra"
 
@@ -197,7 +198,4 @@ def _write_hydra_files(out_dir: Path, cfg: DictConfig) -> None:
         "overrides.yaml": OmegaConf.to_container(hydra_cfg.hydra.overrides.task),  # type: ignore[union-attr]
     }
     for name, data in files.items():
-        text = redact(OmegaConf.to_yaml(OmegaConf.create(strip_urls(data))))
-        tmp = d / f".{name}.tmp{os.getpid()}"
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, d / name)
+        write_atomic(d / name, redact(OmegaConf.to_yaml(OmegaConf.create(strip_urls(data)))))

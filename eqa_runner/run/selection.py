@@ -10,8 +10,9 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from eqa_runner.errors import ConfigError, DataError
+from eqa_runner.errors import ConfigError, DataError, UnsafeInputError
 from eqa_runner.run.config import RunConfig
+from eqa_runner.safe_io import expect_type, read_json
 from eqa_runner.types import Episode
 
 log = logging.getLogger(__name__)
@@ -27,23 +28,38 @@ def _read_ids(spec: Any) -> list[str]:
     if path.suffix in (".json", ".txt") or path.is_file():
         if not path.is_file():
             raise DataError(f"run.episodes={s}: file not found.")
-        text = path.read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is not an id
         if path.suffix == ".json":
-            try:
-                data = json.loads(text)
-            except json.JSONDecodeError as e:
-                raise DataError(
-                    f"run.episodes={s}: not valid JSON ({e.msg} at line {e.lineno}); give a "
-                    'JSON list of ids (["q1", "q2"]) or a .txt file with one id a line.'
-                ) from None
-            if isinstance(data, dict):
-                data = list(data)
-            return [
-                str(x if not isinstance(x, dict) else x.get("question_id", x.get("id")))
-                for x in data
-            ]
+            return _json_ids(path, s)
+        text = path.read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is not an id
         return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
     return [x.strip() for x in s.split(",") if x.strip()]
+
+
+_IDS_HINT = 'give a JSON list of ids (["q1", "q2"]) or a .txt file with one id a line'
+
+
+def _json_ids(path: Path, spec: str) -> list[str]:
+    """The ids of a ``run.episodes`` JSON file, read bounded (size, nesting) and type-checked:
+    a list of ids (strings, numbers) or of objects with ``question_id``/``id``, or an object
+    keyed by id; anything else is one line naming the file, the item and the field."""
+    src = f"run.episodes={spec}"
+    try:
+        data = read_json(path)
+    except UnsafeInputError as e:
+        why = str(e).removeprefix(f"{path}: ").removesuffix(" Re-download or fix the file.")
+        raise DataError(f"{src}: {why}; {_IDS_HINT}") from None
+    if isinstance(data, dict):
+        data = list(data)
+    expect_type(data, list, src, "the file", _IDS_HINT)
+    ids = []
+    for i, x in enumerate(data):
+        if isinstance(x, dict):
+            x = x.get("question_id", x.get("id"))
+            expect_type(x, (str, int), src, f"item {i}: question_id/id", _IDS_HINT)
+        else:
+            expect_type(x, (str, int), src, f"item {i}", _IDS_HINT)
+        ids.append(str(x))
+    return ids
 
 
 def parse_shard(shard: str | None) -> tuple[int, int] | None:

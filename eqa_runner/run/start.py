@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from omegaconf import DictConfig, OmegaConf
 
-from eqa_runner.errors import ConfigSecretError, DataError, RunDirError, UserError
+from eqa_runner.errors import DataError, RunDirError, UserError
 from eqa_runner.llm.config import LLMConfig
 from eqa_runner.records import EPISODES_FILE, read_records
 from eqa_runner.run.build import (
@@ -63,18 +63,11 @@ class Check:
 
 
 def _secrets(plan: RunPlan) -> None:
-    """No composed value holds a credential (resolved where it can be: a sweep's base config
-    may hold interpolations only its jobs resolve)."""
-    try:
-        data = OmegaConf.to_container(plan.cfg, resolve=True)
-    except Exception:  # noqa: BLE001 - an interpolation only the job can resolve
-        data = OmegaConf.to_container(plan.cfg, resolve=False)
-    assert isinstance(data, dict)
-    from eqa_runner.llm.secrets import screen_values
+    """No composed value holds a credential, as written or as resolved (env values; a sweep's
+    base config may hold interpolations only its jobs resolve)."""
+    from eqa_runner.run.configstore import screen_config
 
-    refusal = screen_values({str(k): v for k, v in data.items()})
-    if refusal:
-        raise ConfigSecretError(refusal)
+    screen_config(plan.cfg)
 
 
 def _added_keys(plan: RunPlan) -> None:

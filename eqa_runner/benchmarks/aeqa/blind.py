@@ -10,7 +10,6 @@ another task, another policy, another question file, or a run that did not finis
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from eqa_runner.records import (
     final_records,
     read_records,
 )
+from eqa_runner.safe_io import read_json
 from eqa_runner.types import EpisodeRecord
 
 BLIND_POLICY = "blind"
@@ -51,7 +51,7 @@ def _files(source: Path) -> tuple[Path, Path]:
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return read_json(path)
     except (OSError, ValueError):
         return None
 

@@ -26,6 +26,7 @@ from eqa_runner import capabilities as cap
 from eqa_runner.benchmarks.aeqa.config import AEQATaskConfig
 from eqa_runner.benchmarks.openeqa_em.task import load_questions as load_openeqa
 from eqa_runner.errors import DataError
+from eqa_runner.safe_io import read_json
 from eqa_runner.sim.base import parse_scene_id
 from eqa_runner.tasks.base import Task
 from eqa_runner.tasks.duplicates import Duplicates
@@ -52,7 +53,7 @@ _SCENE = ("episode_history", "scene_id", "scene")
 
 def _read_json(path: Path, what: str) -> Any:
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8-sig"))
+        return read_json(path)  # bounded: size and nesting (safe_io)
     except FileNotFoundError:
         src = f" (from {SOURCES[what]})" if what in SOURCES else ""
         off = (

@@ -26,6 +26,7 @@ from typing import Any
 from eqa_runner import capabilities as cap
 from eqa_runner.benchmarks.express.config import ExpressTaskConfig
 from eqa_runner.errors import DataError
+from eqa_runner.safe_io import read_json
 from eqa_runner.sim.base import parse_scene_id
 from eqa_runner.tasks.base import Task
 from eqa_runner.tasks.scenes import missing_by_episode, missing_scenes, scene_key, simulator_stub
@@ -170,7 +171,7 @@ def load_questions(path: Path) -> list[Episode]:
     """Parse an EXPRESS-Bench question file (either layout), validating every record."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
+        data = read_json(path)  # bounded: size and nesting (safe_io)
     except FileNotFoundError:
         raise DataError(
             f"{path}: question file not found. Set task.data_dir / task.questions_file, or stage "

@@ -6,7 +6,6 @@ or a local directory with the same layout, extracted into
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from eqa_runner.data.sources import (
     extract_episode,
     is_complete,
 )
+from eqa_runner.safe_io import read_json
 
 OPENEQA_BASE_URL = "https://raw.githubusercontent.com/facebookresearch/open-eqa/main/"
 OPENEQA_QUESTIONS = "data/open-eqa-v0.json"
@@ -110,7 +110,7 @@ def openeqa_raw_files(data_dir: Path) -> dict[str, Path]:
 
 def wanted_episodes(questions_file: Path, subset: str) -> list[str]:
     """Episode ids (folder names) of ``subset`` referenced by the OpenEQA question file."""
-    data = json.loads(Path(questions_file).read_text(encoding="utf-8-sig"))
+    data = read_json(questions_file)
     ids = set()
     for rec in data:
         hist = str(rec.get("episode_history", ""))

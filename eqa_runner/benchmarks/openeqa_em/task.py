@@ -14,6 +14,7 @@ from eqa_runner import capabilities as cap
 from eqa_runner.benchmarks.openeqa_em.config import CATEGORIES
 from eqa_runner.benchmarks.openeqa_em.config import OpenEQATaskConfig as Schema
 from eqa_runner.errors import DataError
+from eqa_runner.safe_io import read_json
 from eqa_runner.tasks.base import Task
 from eqa_runner.types import Episode
 
@@ -91,7 +92,7 @@ def subset_of_history(history: str) -> str:
 def load_questions(path: Path, *, allow_unknown_categories: bool = False) -> list[Episode]:
     """Parse an OpenEQA-format question file into episodes (tolerant field aliases)."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8-sig"))
+        data = read_json(path)  # bounded: size and nesting (safe_io)
     except FileNotFoundError:
         raise DataError(
             f"{path}: question file not found. Set task.data_dir / task.questions_file, or stage "
