@@ -11,13 +11,14 @@ from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict, read_write
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from eqa_runner.errors import UserError
 from eqa_runner.llm.config import LLMConfig
 from eqa_runner.policies.config import SCHEMAS as POLICY_SCHEMAS
 from eqa_runner.registry import Benchmark, Plugin, benchmarks, plugins
 from eqa_runner.run.config import RunConfig
+from eqa_runner.run.screen import screen_config
 from eqa_runner.sim.config import SCHEMAS as SIM_SCHEMAS
 
 # group -> {schema node name -> dataclass}; a YAML option names its node in its defaults list.
@@ -120,39 +121,6 @@ def _sweeps_a_component(config: DictConfig) -> bool:
         if key in _COMPONENT_GROUPS and ("," in value or "(" in value):
             return True
     return False
-
-
-def screen_config(config: DictConfig) -> None:
-    """Refuse (:class:`ConfigSecretError`) a composed config holding a credential anywhere: its
-    values as written (what ``--cfg`` prints) and, where they resolve, as resolved (env values)."""
-    from eqa_runner.errors import ConfigSecretError
-    from eqa_runner.llm.secrets import screen_values
-
-    for data in (OmegaConf.to_container(config, resolve=False), _resolved(config)):
-        assert isinstance(data, dict)
-        refusal = screen_values({str(k): v for k, v in data.items()})
-        if refusal:
-            raise ConfigSecretError(refusal)
-
-
-def _resolved(node: Any) -> Any:
-    """``node`` as plain data, resolved wherever it resolves (an interpolation only the job can
-    resolve, such as ``${hydra:runtime.cwd}`` in a composed config, stays as written)."""
-    try:
-        return OmegaConf.to_container(node, resolve=True)
-    except Exception:  # noqa: BLE001 - resolve what resolves, child by child
-        pass
-    keys: list[Any] = list(node.keys()) if isinstance(node, DictConfig) else [*range(len(node))]
-    values = []
-    for k in keys:
-        try:
-            value = node[k]
-        except Exception:  # noqa: BLE001 - this leaf only the job can resolve
-            value = node._get_node(k)._value()
-        values.append(_resolved(value) if isinstance(value, (DictConfig, ListConfig)) else value)
-    return (
-        dict(zip(map(str, keys), values, strict=True)) if isinstance(node, DictConfig) else values
-    )
 
 
 def screen_every_composition() -> None:

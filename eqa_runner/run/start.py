@@ -38,6 +38,7 @@ from eqa_runner.run.rundir import (
     check_writable_dir,
     config_container,
 )
+from eqa_runner.run.screen import screen_config
 from eqa_runner.run.selection import select_episodes
 from eqa_runner.run.tracking import build_trackers
 from eqa_runner.schema import check_config
@@ -65,8 +66,6 @@ class Check:
 def _secrets(plan: RunPlan) -> None:
     """No composed value holds a credential, as written or as resolved (env values; a sweep's
     base config may hold interpolations only its jobs resolve)."""
-    from eqa_runner.run.configstore import screen_config
-
     screen_config(plan.cfg)
 
 
