@@ -10,7 +10,8 @@ help:  ## list the targets
 setup:  ## venv + package + system library (idempotent)
 	@bash scripts/setup.sh
 
-demo: setup  ## write the offline demo data and run the main job on it (no network)
+demo: setup  ## write the offline demo data (kept when already written) and run the main job on it (no network)
+	@echo "demo: writing the offline demo datasets to $(DEMO) (kept when written for the same seed; about a minute the first time)"
 	$(PY) -m eqa_runner.demo $(DEMO)
 	$(PY) -m eqa_runner task=openeqa_em policy=multiframe llm=offline judge.model=offline task.data_dir=$(DEMO)/openeqa
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from eqa_runner.errors import require_installed
+
+require_installed("python -m eqa_runner")
+
 import difflib
 import logging
 import os
@@ -80,10 +84,13 @@ def expand_num_shards(argv: list[str]) -> list[str]:
 
 
 def main() -> None:
-    from eqa_runner.cli_help import render_help, wants_fast_help
+    from eqa_runner.cli_help import render_help, render_version, wants_fast_help, wants_version
 
-    if wants_fast_help(sys.argv[1:]):
-        sys.stdout.write(render_help())
+    if wants_fast_help(sys.argv[1:]):  # no config is composed, so none is printed
+        sys.stdout.write(render_help(sys.argv[1:]))
+        return
+    if wants_version(sys.argv[1:]):
+        sys.stdout.write(render_version())
         return
     from eqa_runner.llm import secret_overrides
     from eqa_runner.redact import install

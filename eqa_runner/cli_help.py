@@ -10,15 +10,45 @@ import yaml
 from eqa_runner.registry import benchmarks, option_files
 
 CONF = Path(__file__).resolve().parent / "conf"
-GROUPS = ("task", "policy", "llm", "judge", "sim", "experiment", "hydra/launcher")
+GROUPS = ("task", "policy", "llm", "judge", "sim", "logger", "experiment", "hydra/launcher")
+HELP_FLAGS = ("--help", "-h")
 
 
 def wants_fast_help(argv: list[str]) -> bool:
-    """Plain ``--help``/``-h`` (with overrides Hydra's full help is used: it composes them)."""
-    return bool(argv) and argv[0] in ("--help", "-h") and len(argv) == 1
+    """``--help``/``-h`` anywhere on the line, with or without ``--config-dir`` and overrides
+    (Hydra's own help, ``--hydra-help``, lists its internal schema nodes and omits groups)."""
+    return any(a in HELP_FLAGS for a in argv)
 
 
-def render_help() -> str:
+def wants_version(argv: list[str]) -> bool:
+    """``--version`` (Hydra's own flag would print Hydra's version, not the project's)."""
+    return "--version" in argv
+
+
+def render_version() -> str:
+    import sys
+    from importlib import metadata
+
+    from eqa_runner import __version__
+
+    hydra = metadata.version("hydra-core")
+    py = ".".join(map(str, sys.version_info[:3]))
+    return f"eqa_runner {__version__} (hydra-core {hydra}, Python {py})\n"
+
+
+def user_config_dirs(argv: list[str]) -> list[Path]:
+    """The dirs given with ``--config-dir``/``-cd`` (``X`` or ``=X``), whose options join the
+    listing as Hydra would add them to the search path."""
+    out = []
+    for i, a in enumerate(argv):
+        if a in ("--config-dir", "-cd") and i + 1 < len(argv):
+            out.append(Path(argv[i + 1]))
+        elif a.startswith("--config-dir="):
+            out.append(Path(a.split("=", 1)[1]))
+    return out
+
+
+def render_help(argv: list[str] | None = None) -> str:
     cfg = yaml.safe_load((CONF / "config.yaml").read_text())
     help_cfg = cfg.get("hydra", {}).get("help", {})
     lines = [
@@ -28,8 +58,9 @@ def render_help() -> str:
         "Compose your configuration from those groups (group=option)",
         "",
     ]
+    extra = user_config_dirs(argv or [])
     for group in GROUPS:
-        options = group_options(group)
+        options = group_options(group, extra)
         if options:
             lines.append(f"{group}: {', '.join(options)}")
     lines += ["", "== Benchmarks ==", *benchmark_lines()]
@@ -45,9 +76,11 @@ def render_help() -> str:
     return "\n".join(lines) + "\n"
 
 
-def group_options(group: str) -> list[str]:
-    """A group's options: eqa_runner's own and those of installed plugins' config dirs."""
-    return sorted({p.stem for p in option_files(group)})
+def group_options(group: str, extra_dirs: list[Path] | None = None) -> list[str]:
+    """A group's options: eqa_runner's own, those of installed plugins' config dirs and of the
+    user's ``--config-dir`` dirs (``extra_dirs``)."""
+    files = option_files(group) + [f for d in extra_dirs or [] for f in (d / group).glob("*.yaml")]
+    return sorted({p.stem for p in files})
 
 
 def benchmark_lines() -> list[str]:

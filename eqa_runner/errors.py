@@ -62,3 +62,28 @@ def os_error_line(path: Path | str, e: OSError, fix: str) -> str:
         errno.EEXIST: "exists and is not a directory",
     }.get(e.errno or 0, e.strerror or type(e).__name__)
     return f"{path}: {what}; {fix}"
+
+
+# what every command imports first: (module, the distribution that provides it)
+RUNTIME_MODULES = (("hydra", "hydra-core"), ("omegaconf", "omegaconf"), ("numpy", "numpy"))
+
+
+def require_installed(command: str = "python -m eqa_runner") -> None:
+    """Exit 2 with one line naming the fix when this Python lacks the runtime dependencies (a
+    checkout run with the system ``python`` instead of the project's venv), before any import
+    of them can fail with a bare ``No module named …``."""
+    import importlib.util
+    import sys
+
+    missing = [dist for mod, dist in RUNTIME_MODULES if importlib.util.find_spec(mod) is None]
+    if not missing:
+        return
+    print(
+        f"error: this Python ({sys.executable}) lacks {', '.join(missing)}: eqa_runner is not "
+        f"installed in it. Use the project's venv: `make setup` once, then "
+        f"`.venv/bin/{command} …` or "
+        "`source .venv/bin/activate` first (or `pip install eqa_runner` into this Python)",
+        file=sys.stderr,
+        flush=True,
+    )
+    sys.exit(2)

@@ -1,8 +1,9 @@
 """An episode's replay: its saved step frames beside the trajectory map, as animated WebP.
 
 Written with Pillow's WebP encoder (libwebp), already a dependency: one frame per recorded
-step (``step_NNN.png`` in the episode's artifacts dir), the agent's position at that step
-highlighted on the map. Only with ``run.save_artifacts=true`` (the frames exist only then).
+step (``step_NNN.png`` in the episode's artifacts dir), beside the map with the path drawn up to
+that step and the agent's position ringed. Only with ``run.save_artifacts=true`` (the frames
+exist only then).
 """
 
 from __future__ import annotations
@@ -60,13 +61,15 @@ def save_replay(nav: NavigableMap, trace: Mapping[str, Any], artifacts_dir: Path
     frames = step_frames(trace, artifacts_dir)
     if not frames:
         return None
-    base, px, _ = render_trajectory(nav, trace)
+    order = {int(s["step"]): k for k, s in enumerate(trace.get("steps") or []) if "step" in s}
+    taken = trace.get("steps_taken", len(order))
     images = []
-    for s, path in frames:
+    for s, path in frames:  # each frame's map: the path so far, the agent at this step
+        base, px, _ = render_trajectory(nav, trace, upto=order.get(int(s["step"]), 0))
         pos = s.get("position")
         xy = px(np.asarray(pos, dtype=float)) if pos else None
         with Image.open(path) as im:
-            images.append(_frame(im, base, xy, f"step {s['step']}"))
+            images.append(_frame(im, base, xy, f"step {int(s['step']) + 1} of {taken}"))
     out = Path(artifacts_dir) / REPLAY_FILE
     buf = io.BytesIO()
     images[0].save(buf, format="WEBP", save_all=True, append_images=images[1:],

@@ -27,6 +27,21 @@ COLORS = {
 }
 
 
+# what each colour of the planner's top-down strip means: (shape, colour, label)
+LEGEND: tuple[tuple[str, tuple[int, int, int], str], ...] = (
+    ("square", COLORS["unknown"], "not seen yet"),
+    ("square", COLORS["occupied"], "occupied"),
+    ("square", COLORS["unexplored_free"], "free, not explored"),
+    ("square", COLORS["explored_free"], "free, explored"),
+    ("square", COLORS["island_explored"], "the agent's island, explored"),
+    ("square", COLORS["frontier_cell"], "frontier cell"),
+    ("ring", COLORS["frontier"], "frontier (clustered)"),
+    ("circle", COLORS["agent"], "agent"),
+    ("circle", COLORS["next"], "next position"),
+    ("circle", COLORS["target"], "committed target"),
+)
+
+
 def render_topdown(
     maps: PlannerMaps,
     path_normal: Sequence[Sequence[float]] = (),

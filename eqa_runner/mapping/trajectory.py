@@ -1,7 +1,9 @@
 """Trajectory maps: one small top-down PNG per episode from its recorded trace.
 
-The picture is drawn from trace fields only (``steps[*].position``, ``final_position``,
-``goal_position``, ``d_t``; a step "asked a model" when it recorded a ``*_reply``) over the
+The picture is drawn from trace fields only (``steps[*].position``, each hop's geodesic corners
+``steps[*].hop_via``, the heading ``steps[*].angle``, ``final_position``, ``goal_position`` with
+the goal path ``goal_via``, ``d_t``; a step "asked a model" when it recorded a ``*_reply``): hops
+along the paths the agent walked, coloured by time, so the drawn length is ``path_len`` over the
 scene's :class:`~eqa_runner.sim.base.NavigableMap` (the simulator's capability), which
 :class:`SceneMaps` keeps once per scene and floor for the whole run. Nothing here names a
 benchmark: any exploration task whose trace has these fields gets a map.
@@ -13,7 +15,7 @@ import io
 import math
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,17 +31,32 @@ COLORS = {
     "floor": (226, 232, 222),
     "path": (40, 80, 200),
     "step": (40, 80, 200),
-    "asked": (255, 150, 0),
+    "asked": (20, 20, 20),  # ring around a step that asked a model
+    "teleport": (150, 150, 150),  # a hop with no geodesic (unreachable): dashed
     "start": (0, 160, 60),
     "goal": (210, 20, 40),
     "final": (20, 20, 20),
     "text": (20, 20, 20),
 }
+# what each mark of a trajectory map means: (shape, colour, label), one legend in the HTML report
+LEGEND: tuple[tuple[str, tuple[int, int, int], str], ...] = (
+    ("circle", COLORS["start"], "start"),
+    ("line", (40, 80, 200), "path along the geodesic, light (early) to dark (late)"),
+    ("ring", COLORS["asked"], "a step that asked a model"),
+    ("dash", COLORS["teleport"], "a hop with no path (unreachable)"),
+    ("triangle", COLORS["final"], "the agent at the end, facing where it looks"),
+    ("diamond", COLORS["goal"], "goal; dashed: the path from the end to it"),
+    ("square", COLORS["obstacle"], "obstacle"),
+    ("square", COLORS["floor"], "navigable floor"),
+)
 OBSTACLE_M = 0.6  # non-navigable cells this close to the floor are drawn as obstacles
 FLOOR_BAND_M = 1.0  # trajectory points farther than this from the drawn floor are dropped
 MAX_PX = 320  # the longer side of a map image
 MARGIN_M = 0.5
-HEADER_PX = 14  # a strip above the map for its one-line caption
+HEADER_PX = 0  # the caption is HTML text beside the image (``caption``), not pixels in it
+# the path's colour over time, start → end: light blue to navy (apart from the green start, the
+# red goal and the black agent; every shade reads on the floor)
+TIME_RAMP = ((125, 175, 235), (40, 80, 200), (10, 20, 90))
 _BACKGROUNDS: dict[int, tuple[NavigableMap, np.ndarray]] = {}  # per raster, drawn once
 
 
@@ -84,6 +101,11 @@ class TracePoints:
     asked: list[int]  # indices into ``path`` of steps where a model was asked
     goal: np.ndarray | None
     d_t: float | None
+    # hop k (path[k] -> path[k+1]) along its recorded geodesic: its points, both ends included
+    legs: list[np.ndarray] = field(default_factory=list)
+    teleports: frozenset[int] = frozenset()  # hops with no geodesic (unreachable): drawn dashed
+    goal_leg: np.ndarray | None = None  # the final position to the goal along its path
+    headings: list[float | None] = field(default_factory=list)  # habitat yaw after each hop
 
 
 def _asked(step: Mapping[str, Any]) -> bool:
@@ -96,9 +118,13 @@ def _asked(step: Mapping[str, Any]) -> bool:
     return False
 
 
+def _pts(rows: Any) -> list[list[float]]:
+    return [list(map(float, r)) for r in rows or [] if isinstance(r, (list, tuple)) and len(r) == 3]
+
+
 def trace_points(trace: Mapping[str, Any]) -> TracePoints | None:
-    """The path, model-asked steps, goal and final goal distance of a trace; None without
-    recorded positions."""
+    """The path, its hops along their geodesics (``hop_via``), model-asked steps, goal (with the
+    goal path, ``goal_via``) and goal distance of a trace; None without recorded positions."""
     steps = [s for s in trace.get("steps") or [] if isinstance(s, Mapping) and s.get("position")]
     pts = [list(map(float, s["position"])) for s in steps]
     asked = [i for i, s in enumerate(steps) if _asked(s)]
@@ -107,14 +133,53 @@ def trace_points(trace: Mapping[str, Any]) -> TracePoints | None:
         pts.append(list(map(float, final)))
     if not pts:
         return None
+    legs, teleports, headings = [], set(), []
+    for k in range(len(pts) - 1):
+        s = steps[k] if k < len(steps) else {}
+        legs.append(np.asarray([pts[k], *_pts(s.get("hop_via")), pts[k + 1]], dtype=float))
+        if "hop_m" in s and s.get("hop_m") is None:
+            teleports.add(k)
+        angle = s.get("angle")
+        headings.append(float(angle) if isinstance(angle, (int, float)) else None)
     goal = trace.get("goal_position")
-    d_t = trace.get("d_t")
+    raw_d_t = trace.get("d_t")
+    d_t = float(raw_d_t) if isinstance(raw_d_t, (int, float)) else None
+    finite = d_t is not None and math.isfinite(d_t)
+    goal_leg = None
+    if goal and finite:
+        goal_leg = np.asarray([pts[-1], *_pts(trace.get("goal_via")), list(map(float, goal))])
     return TracePoints(
         path=np.asarray(pts, dtype=float).reshape(-1, 3),
         asked=asked,
         goal=None if not goal else np.asarray(goal, dtype=float).reshape(3),
-        d_t=None if d_t is None or not math.isfinite(float(d_t)) else float(d_t),
+        d_t=d_t if finite else None,
+        legs=legs,
+        teleports=frozenset(teleports),
+        goal_leg=goal_leg,
+        headings=headings,
     )
+
+
+def drawn_length(tp: TracePoints) -> float:
+    """Metres of path the map draws (the hops' polylines): the recorded ``path_len`` when every
+    hop's geodesic was recorded (tests hold the map to it)."""
+    return float(sum(np.linalg.norm(np.diff(leg, axis=0), axis=1).sum() for leg in tp.legs))
+
+
+def caption(trace: Mapping[str, Any]) -> str:
+    """The map's caption, one step count per episode: steps taken of the budget, model calls,
+    the path walked and the goal distance (HTML text beside the image, not pixels in it)."""
+    tp = trace_points(trace)
+    taken = trace.get("steps_taken", len(trace.get("steps") or []))
+    parts = [f"{taken} steps" + (f" of {trace['num_steps']}" if trace.get("num_steps") else "")]
+    if tp is not None:
+        parts.append(f"{len(tp.asked)} asked a model")
+    path_len = trace.get("path_len")
+    if isinstance(path_len, (int, float)) and math.isfinite(path_len):
+        parts.append(f"walked {float(path_len):.1f} m")
+    if tp is not None and tp.d_t is not None:
+        parts.append(f"goal {tp.d_t:.2f} m away along its path")
+    return ", ".join(parts)
 
 
 def background(nav: NavigableMap) -> np.ndarray:
@@ -168,13 +233,16 @@ def draw_trajectory(
 
 
 def render_trajectory(
-    nav: NavigableMap, trace: Mapping[str, Any], max_px: int = MAX_PX
+    nav: NavigableMap, trace: Mapping[str, Any], max_px: int = MAX_PX, upto: int | None = None
 ) -> tuple[Image.Image, Pixel, int]:
-    """The map, the habitat-position → pixel function and the pixels per cell."""
+    """The map, the habitat-position → pixel function and the pixels per cell. ``upto``: draw
+    the path only to the agent's position at that step (a replay frame); the window is the whole
+    episode's either way, so a replay's frames line up."""
     tp = trace_points(trace)
-    pts = np.zeros((0, 3)) if tp is None else tp.path
-    on_floor = np.abs(pts[:, 1] - nav.floor_y) <= FLOOR_BAND_M
-    shown = pts[on_floor]
+    every = np.zeros((0, 3)) if tp is None else np.concatenate([tp.path, *tp.legs])
+    if tp is not None and tp.goal_leg is not None:
+        every = np.concatenate([every, tp.goal_leg])
+    shown = every[np.abs(every[:, 1] - nav.floor_y) <= FLOOR_BAND_M]
     i0, i1, j0, j1 = _crop(nav, shown)
     bg = background(nav)[j0:j1, i0:i1]
     s = max(1, min(math.ceil(max_px / max(bg.shape[0], bg.shape[1])), 16))
@@ -188,12 +256,44 @@ def render_trajectory(
         return ((p[0] - x0) / c - i0) * s, ((p[2] - z0) / c - j0) * s + HEADER_PX
 
     if tp is not None:
-        _draw_marks(draw, tp, on_floor, px, s)
+        on_floor = np.abs(tp.path[:, 1] - nav.floor_y) <= FLOOR_BAND_M
+        _draw_marks(draw, tp, on_floor, px, s, len(tp.path) - 1 if upto is None else upto)
     return img, px, s
+
+
+def time_color(t: float) -> tuple[int, int, int]:
+    """The path's colour at fraction ``t`` of the episode (0 = start, 1 = end)."""
+    t = min(max(float(t), 0.0), 1.0) * (len(TIME_RAMP) - 1)
+    k = min(int(t), len(TIME_RAMP) - 2)
+    a, b, f = TIME_RAMP[k], TIME_RAMP[k + 1], t - k
+    return (round(a[0] + (b[0] - a[0]) * f), round(a[1] + (b[1] - a[1]) * f),
+            round(a[2] + (b[2] - a[2]) * f))  # fmt: skip
 
 
 def _dot(draw: ImageDraw.ImageDraw, xy: tuple[float, float], r: float, **kw: Any) -> None:
     draw.ellipse([xy[0] - r, xy[1] - r, xy[0] + r, xy[1] + r], **kw)
+
+
+def _dashed(
+    draw: ImageDraw.ImageDraw, xy: list[tuple[float, float]], dash: float, **kw: Any
+) -> None:
+    """A polyline drawn in dashes of ``dash`` pixels."""
+    for (ax, ay), (bx, by) in zip(xy, xy[1:], strict=False):
+        n = max(1, int(math.hypot(bx - ax, by - ay) / dash))
+        for i in range(0, n, 2):
+            t0, t1 = i / n, min(i + 1, n) / n
+            draw.line([(ax + (bx - ax) * t0, ay + (by - ay) * t0),
+                       (ax + (bx - ax) * t1, ay + (by - ay) * t1)], **kw)  # fmt: skip
+
+
+def _heading(draw: ImageDraw.ImageDraw, q: tuple[float, float], yaw: float, r: float) -> None:
+    """A triangle at ``q`` pointing where the agent faces (habitat yaw: forward is -z at 0)."""
+    fx, fz = -math.sin(yaw), -math.cos(yaw)  # image x = world x, image y = world z
+    lx, lz = -fz, fx
+    tip = (q[0] + fx * 2 * r, q[1] + fz * 2 * r)
+    left = (q[0] - fx * r + lx * r, q[1] - fz * r + lz * r)
+    right = (q[0] - fx * r - lx * r, q[1] - fz * r - lz * r)
+    draw.polygon([tip, left, right], fill=COLORS["final"], outline=(255, 255, 255))
 
 
 def _draw_marks(
@@ -202,37 +302,45 @@ def _draw_marks(
     on_floor: np.ndarray,
     px: Pixel,
     s: int,
+    upto: int,
 ) -> None:
-    """Path with step markers, asked steps, start, goal (with its distance), final position."""
+    """Hops along their geodesics coloured by time, steps (ringed where a model was asked),
+    start, goal with the path to it, and the agent with its heading at step ``upto``."""
     r = max(2.0, 1.2 * s)
+    n, width = max(len(tp.legs), 1), max(1, s // 2 + 1)
+    for k, leg in enumerate(tp.legs[:upto]):
+        if not (on_floor[k] and on_floor[k + 1]):
+            continue
+        shown = [px(p) for p in leg]
+        if k in tp.teleports:
+            _dashed(draw, shown, 2.0 * width, fill=COLORS["teleport"], width=width)
+        else:
+            draw.line(shown, fill=time_color((k + 0.5) / n), width=width, joint="curve")
     xy = [px(p) for p in tp.path]
-    keep = [q for q, ok in zip(xy, on_floor, strict=True) if ok]
-    if len(keep) > 1:
-        draw.line(keep, fill=COLORS["path"], width=max(1, s // 2 + 1))
-    for k, (q, ok) in enumerate(zip(xy, on_floor, strict=True)):
-        if ok and k not in tp.asked:
-            _dot(draw, q, r * 0.6, fill=COLORS["step"])
-    for k in tp.asked:
-        if k < len(xy) and on_floor[k]:
-            _dot(draw, xy[k], r, outline=COLORS["asked"], width=2)
+    for k in range(min(upto + 1, len(xy))):
+        if on_floor[k]:
+            color = time_color(k / n)
+            if k in tp.asked:
+                _dot(draw, xy[k], r, fill=color, outline=COLORS["asked"], width=2)
+            else:
+                _dot(draw, xy[k], r * 0.6, fill=color)
     if on_floor[0]:
         _dot(draw, xy[0], r * 1.6, fill=COLORS["start"], outline=(255, 255, 255))
-    final = xy[-1]
     if tp.goal is not None:
-        g = px(tp.goal)
-        if tp.d_t is not None:
-            draw.line([final, g], fill=COLORS["goal"], width=1)
-        rr = r * 1.8
+        if tp.goal_leg is not None and upto >= len(tp.path) - 1 and on_floor[-1]:
+            _dashed(draw, [px(p) for p in tp.goal_leg], 3.0 * width, fill=COLORS["goal"], width=1)
+        g, rr = px(tp.goal), r * 1.8
         draw.polygon([(g[0], g[1] - rr), (g[0] + rr, g[1]), (g[0], g[1] + rr), (g[0] - rr, g[1])],
                      fill=COLORS["goal"], outline=(255, 255, 255))  # fmt: skip
-    if on_floor[-1]:
-        h = r * 1.4
-        draw.rectangle([final[0] - h, final[1] - h, final[0] + h, final[1] + h],
-                       fill=COLORS["final"], outline=(255, 255, 255))  # fmt: skip
-    label = f"{len(tp.path) - 1} hops, {len(tp.asked)} asked"
-    if tp.d_t is not None:
-        label += f", goal {tp.d_t:.2f} m away"
-    draw.text((4, 3), label, fill=COLORS["text"])
+    k = min(upto, len(xy) - 1)
+    if on_floor[k]:
+        yaw = tp.headings[k - 1] if 0 < k <= len(tp.headings) else None
+        if yaw is not None and math.isfinite(yaw):
+            _heading(draw, xy[k], yaw, r * 1.4)
+        else:
+            h = r * 1.4
+            draw.rectangle([xy[k][0] - h, xy[k][1] - h, xy[k][0] + h, xy[k][1] + h],
+                           fill=COLORS["final"], outline=(255, 255, 255))  # fmt: skip
 
 
 def save_trajectory(nav: NavigableMap, trace: Mapping[str, Any], out: str | Path) -> Path:

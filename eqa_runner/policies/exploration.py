@@ -37,6 +37,7 @@ class Exploration:
     stop_reason: str | None = None  # a designed stop (policies/proposer.py DesignedStop), if any
     last_frame: bytes = b""  # PNG of the last observed frame (the decision frame when stopped)
     d_t: float = math.nan  # final geodesic distance to the goal
+    goal_via: list[list[float]] = field(default_factory=list)  # that path's corners (maps)
     # the goal distance at every step's start, then the final one (None: not recorded)
     goal_distances: list[float] | None = None
     explore_s: float = 0.0
@@ -69,6 +70,8 @@ class Exploration:
             trace["d_t"] = float(self.d_t)
             trace["d_t_valid"] = bool(math.isfinite(self.d_t))
             trace["goal_position"] = vec(self.goal)
+            if self.goal_via:
+                trace["goal_via"] = self.goal_via
             if self.goal_distances is not None:  # null: not finite (unreachable)
                 trace["goal_distances"] = [
                     round(d, 5) if math.isfinite(d) else None for d in self.goal_distances

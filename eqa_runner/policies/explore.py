@@ -62,6 +62,7 @@ from eqa_runner.policies.protocol import ExploreProtocol
 from eqa_runner.policies.sim_session import (
     SimSession,
     goal_distance,
+    goal_path,
     hop_to,
     observe_at,
     propose_and_hop,
@@ -239,7 +240,8 @@ class ExplorePolicy(Configured, Policy):
                 if await self._step(x, step, lane, ctx):
                     break
             if x.goal is not None:
-                x.d_t = await lane.call(goal_distance, lane.sim, x.state, x.goal, times)
+                x.d_t, to_goal = await lane.call(goal_path, lane.sim, x.state, x.goal, times)
+                x.goal_via = [vec(p) for p in to_goal[1:-1]]
                 if x.goal_distances is not None:
                     x.goal_distances.append(x.d_t)
         times.merge(setup)
@@ -348,6 +350,8 @@ class ExplorePolicy(Configured, Policy):
             stayed=hop.stayed,
             t_propose_s=round(time.perf_counter() - t1, 4),
         )
+        if len(hop.points) > 2:  # the geodesic bends: its corners, for the trajectory map
+            rec["hop_via"] = [vec(p) for p in hop.points[1:-1]]
         if wp.info:
             rec["info"] = wp.info
         x.state = AgentState(state.step, hop.position, geo.yaw_to_quat(yaw), state.floor_height)

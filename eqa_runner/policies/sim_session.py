@@ -21,7 +21,7 @@ import contextlib
 import math
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +147,7 @@ class Hop:
     snapped: bool
     fallback: bool
     stayed: bool
+    points: list[np.ndarray] = field(default_factory=list)  # the geodesic's points, both ends
 
 
 def hop_to(
@@ -181,7 +182,8 @@ def _hop(
         p = np.asarray(sim.random_navigable_point_near(last.position, fallback_radius, rng), float)
     if not np.all(np.isfinite(p)):
         stayed, p = True, np.asarray(last.position, float).copy()
-    return Hop(p, float(sim.geodesic_distance(last.position, p)), snapped, fallback, stayed)
+    length, points = sim.geodesic_path(last.position, p)
+    return Hop(p, float(length), snapped, fallback, stayed, points)
 
 
 def propose_and_hop(
@@ -199,6 +201,14 @@ def propose_and_hop(
 def goal_distance(
     sim: Simulator, state: AgentState, goal: np.ndarray, times: PartTimes = OFF
 ) -> float:
+    return goal_path(sim, state, goal, times)[0]
+
+
+def goal_path(
+    sim: Simulator, state: AgentState, goal: np.ndarray, times: PartTimes = OFF
+) -> tuple[float, list[np.ndarray]]:
+    """The geodesic length from the agent to the goal and its path's points (the map's line to the goal)."""
     sim.set_agent_pose(state.position, state.rotation)
     with times.part("geodesic"):
-        return float(sim.geodesic_distance(state.position, goal))
+        d, points = sim.geodesic_path(state.position, goal)
+        return float(d), points

@@ -128,6 +128,13 @@ def check_pinned_judge(cfg: DictConfig) -> None:
     """A judge model from a hosted provider must be a dated snapshot (an alias moves, and the
     scores with it); self-hosted judges (``judge.api_base``), ``offline`` and judges that call
     no model (``none``: an exact-match judge) are exempt."""
+    if not _judge_needs_model(cfg):
+        return
+    if cfg.judge.get("model") is None:
+        raise ConfigError(
+            "judge.model is not set: name the judge's model, e.g. "
+            "judge.model=openai/gpt-4o-2024-08-06, or judge.model=offline (docs/judges.md)"
+        )
     model = str(cfg.judge.get("model"))
     if (
         not model.strip()  # blank: the judge's schema refuses it, naming the key
@@ -142,6 +149,19 @@ def check_pinned_judge(cfg: DictConfig) -> None:
             f"judge.model={model}: a bare alias (its scores change when the provider moves it); "
             "pin a dated snapshot, e.g. judge.model=openai/gpt-4o-2024-08-06 (docs/judges.md)"
         )
+
+
+def _judge_needs_model(cfg: DictConfig) -> bool:
+    """Whether the configured judge class calls a model (``needs_model``; a judge that scores
+    by rule, e.g. exact match, needs no ``judge.model`` at all)."""
+    from hydra.utils import get_class
+
+    target = cfg.judge.get("_target_")
+    try:
+        cls = get_class(str(target)) if target else None
+    except Exception:  # noqa: BLE001 - an unknown _target_ is refused when the judge is built
+        return True
+    return bool(getattr(cls, "needs_model", True))
 
 
 def build_sim(cfg: DictConfig) -> Simulator:

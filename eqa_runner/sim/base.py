@@ -125,6 +125,14 @@ class Simulator(Configured, ABC):
     def geodesic_distance(self, a, b) -> float:
         """Shortest navigable path length; ``inf`` when unreachable."""
 
+    def geodesic_path(self, a, b) -> tuple[float, list[np.ndarray]]:
+        """The shortest navigable path from ``a`` to ``b``: its length (``geodesic_distance``'s
+        number) and its points, ``a`` … ``b`` (``(inf, [])`` when unreachable), so a map draws
+        a hop where the agent went. Default, for a backend that cannot list them: the two ends."""
+        d = float(self.geodesic_distance(a, b))
+        ends = [np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)]
+        return d, ends if np.isfinite(d) else []
+
     @abstractmethod
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Navmesh bounds (lower, upper) in the habitat frame."""

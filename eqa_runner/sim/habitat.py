@@ -306,6 +306,9 @@ class HabitatSimulator(Simulator):
         return self._call(run)
 
     def geodesic_distance(self, a, b) -> float:
+        return self.geodesic_path(a, b)[0]
+
+    def geodesic_path(self, a, b) -> tuple[float, list[np.ndarray]]:
         a, b = as_vec3(a), as_vec3(b)
 
         def run():
@@ -315,7 +318,9 @@ class HabitatSimulator(Simulator):
             path.requested_end = b
             found = self._pf().find_path(path)
             d = float(path.geodesic_distance)
-            return d if found and math.isfinite(d) else float("inf")
+            if not (found and math.isfinite(d)):
+                return float("inf"), []
+            return d, [np.asarray(p, dtype=np.float64) for p in path.points]
 
         return self._call(run)
 

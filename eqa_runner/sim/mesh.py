@@ -331,6 +331,12 @@ class MeshSimulator(Simulator):
     def geodesic_distance(self, a, b) -> float:
         return self.layered.geodesic_distance(as_vec3(a), as_vec3(b))
 
+    def geodesic_path(self, a, b) -> tuple[float, list[np.ndarray]]:
+        path = self.shortest_path(a, b)
+        if path is None:
+            return float("inf"), []
+        return float(np.sum(np.linalg.norm(np.diff(np.asarray(path), axis=0), axis=1))), path
+
     def shortest_path(self, a, b) -> list[np.ndarray] | None:
         """Waypoints (habitat frame) of a shortest path, or None when unreachable."""
         return self.layered.shortest_path(as_vec3(a), as_vec3(b))

@@ -51,6 +51,9 @@ class SimulatorPool(Simulator):
     def geodesic_distance(self, a: Any, b: Any) -> float:
         return self.instances[0].geodesic_distance(a, b)
 
+    def geodesic_path(self, a: Any, b: Any) -> tuple[float, list[np.ndarray]]:
+        return self.instances[0].geodesic_path(a, b)
+
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         return self.instances[0].bounds()
 

@@ -18,11 +18,13 @@ _MODULE = "hydra_plugins.eqa_runner_launcher.launcher"
 @dataclass
 class SlurmSweepConf(SlurmQueueConf):
     _target_: str = f"{_MODULE}.SlurmSweepLauncher"
+    progress_s: float = 180.0  # a progress line every N s while the sweep waits (0: none)
 
 
 @dataclass
 class LocalSweepConf(LocalQueueConf):
     _target_: str = f"{_MODULE}.LocalSweepLauncher"
+    progress_s: float = 180.0  # a progress line every N s while the sweep waits (0: none)
 
 
 ConfigStore.instance().store(

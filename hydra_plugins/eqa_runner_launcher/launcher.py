@@ -16,7 +16,8 @@ import logging
 import os
 import re
 import shlex
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -32,6 +33,8 @@ log = logging.getLogger(__name__)
 _PLAIN = re.compile(r"^[A-Za-z0-9_./@:+-]*$")
 # hydra.* overrides that the rerun command sets itself.
 _DROP = ("hydra.sweep.dir=", "hydra.sweep.subdir=", "hydra.mode=", "run.resume=")
+# the launcher's own keys (not submitit parameters)
+_OWN_KEYS = ("submitit_folder", "max_num_timeout", "progress_s")
 
 
 class WaitForAllLauncher(BaseSubmititLauncher):
@@ -49,7 +52,7 @@ class WaitForAllLauncher(BaseSubmititLauncher):
             **{
                 k if k in base_keys else f"{self._EXECUTOR}_{k}": v
                 for k, v in self.params.items()
-                if k not in ("submitit_folder", "max_num_timeout")
+                if k not in _OWN_KEYS
             }
         )
         return executor
@@ -76,6 +79,9 @@ class WaitForAllLauncher(BaseSubmititLauncher):
             [f"job_id_for_{n}" for n in nums],
             [state] * len(nums),
         )
+        progress_s = float(self.params.get("progress_s", 180.0))
+        hint = "; squeue --me lists them" if self._EXECUTOR == "slurm" else ""
+        wait_all(jobs, sweep_dir, progress_s, hint=hint, emit=lambda ln: print(ln, flush=True))
         results: list[JobReturn] = []
         failed: list[dict[str, Any]] = []
         for num, ov, job in zip(nums, job_overrides, jobs, strict=True):
@@ -143,6 +149,46 @@ class WaitForAllLauncher(BaseSubmititLauncher):
         )
         lines += [f"  {r}" for r in reruns]
         return "\n".join(lines)
+
+
+def wait_all(
+    jobs: Sequence[Any],
+    sweep_dir: Path,
+    progress_s: float,
+    *,
+    emit: Callable[[str], None],
+    hint: str = "",
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Wait until every job is done, printing one progress line every ``progress_s`` seconds
+    (a SLURM queue can hold a sweep for hours; ``progress_s=0`` prints none)."""
+    start = last = clock()
+    poll = min(5.0, progress_s) if progress_s > 0 else 5.0
+    while True:
+        done = sum(1 for job in jobs if _done(job))
+        if done == len(jobs):
+            return
+        now = clock()
+        if progress_s > 0 and now - last >= progress_s:
+            last = now
+            emit(
+                f"[eqa_runner] sweep {sweep_dir}: {done} of {len(jobs)} jobs finished, "
+                f"{len(jobs) - done} queued or running; waited {_minutes(now - start)}{hint}"
+            )
+        sleep(poll)
+
+
+def _done(job: Any) -> bool:
+    try:
+        return bool(job.done())
+    except Exception:  # noqa: BLE001 - the state cannot be read: results() then reports it
+        return True
+
+
+def _minutes(seconds: float) -> str:
+    m = int(seconds // 60)
+    return f"{m // 60} h {m % 60} min" if m >= 60 else f"{m} min {int(seconds % 60)} s"
 
 
 def _kv(key: str, value: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -12,7 +13,11 @@ from eqa_runner.mapping.trajectory import (
     COLORS,
     HEADER_PX,
     SceneMaps,
+    caption,
     draw_trajectory,
+    drawn_length,
+    render_trajectory,
+    time_color,
     trace_points,
 )
 from eqa_runner.sim.base import NavigableMap
@@ -138,6 +143,8 @@ def test_express_run_draws_a_map_per_episode_and_a_replay(tmp_path, compose_cfg,
         assert 0 <= r["timings"]["map_s"] <= r["timings"]["total_s"]
         webp = Image.open(tmp_path / "r" / t["replay"])
         assert webp.format == "WEBP" and webp.n_frames == len(t["steps"])
+        tp = trace_points(t)  # the map draws the hops the agent walked: their length is path_len
+        assert tp is not None and drawn_length(tp) == pytest.approx(t["path_len"], rel=0.05)
     from eqa_runner.report.html import write_reports
     from eqa_runner.report.runs import load_runs
 
@@ -171,3 +178,59 @@ def test_mesh_backend_map_is_its_floor_grid(floor_y, express_demo) -> None:
     m = sim.navigable_map(sim.floor_height, 0.1)
     assert m.navigable.sum() * m.cell_m**2 == pytest.approx(sim.navigable_area())
     assert m.floor_y == pytest.approx(sim.floor_height)
+
+
+def _detour() -> dict:
+    """Two hops around the pillar (x 2.5..3.5, z 1.5..2.5): the first bends at two corners."""
+    steps = [
+        {"step": 0, "position": [2.0, 0.0, 2.0], "hop_m": 3.0, "angle": 0.0,
+         "hop_via": [[2.0, 0.0, 1.2], [4.0, 0.0, 1.2]]},
+        {"step": 1, "position": [4.0, 0.0, 2.0], "hop_m": None, "angle": math.pi / 2},
+    ]  # fmt: skip
+    return {"steps": steps, "final_position": [5.0, 0.0, 3.0], "steps_taken": 2,
+            "num_steps": 25, "path_len": 3.2}  # fmt: skip
+
+
+def test_hops_are_drawn_along_their_recorded_geodesics() -> None:
+    nav, tp = _room(), trace_points(_detour())
+    assert tp is not None and len(tp.legs) == 2 and tp.teleports == frozenset({1})
+    assert tp.legs[0].shape == (4, 3)  # position, two corners, next position
+    assert drawn_length(tp) == pytest.approx(0.8 + 2.0 + 0.8 + math.hypot(1.0, 1.0))
+    img, px, s = render_trajectory(nav, _detour(), max_px=300)
+    on_path = img.getpixel(tuple(int(v) for v in px(np.array([3.0, 0.0, 1.2]))))[:3]
+    assert on_path not in (COLORS["floor"], COLORS["obstacle"])  # drawn around the pillar
+    through = img.getpixel(tuple(int(v) for v in px(np.array([3.0, 0.0, 2.0]))))[:3]
+    assert through == COLORS["obstacle"]  # not straight through it
+
+
+def test_the_path_is_coloured_by_time() -> None:
+    assert time_color(0.0) != time_color(1.0)
+    assert time_color(-1) == time_color(0.0) and time_color(2) == time_color(1.0)
+    early, late = sum(time_color(0.1)), sum(time_color(0.9))
+    assert early > late  # light early, dark late
+
+
+def test_the_agent_is_drawn_with_its_heading() -> None:
+    nav = _room()
+    trace = _detour()  # the last hop faces yaw pi/2: forward is -x
+    img, px, s = render_trajectory(nav, trace, max_px=300)
+    x, y = px(np.array([5.0, 0.0, 3.0]))
+    ahead = img.getpixel((int(x - 2.2 * s), int(y)))[:3]
+    behind = img.getpixel((int(x + 2.2 * s), int(y)))[:3]
+    assert ahead == COLORS["final"] and behind != COLORS["final"]
+
+
+def test_a_replay_frame_draws_the_path_only_up_to_its_step() -> None:
+    nav = _room()
+    first, px, _ = render_trajectory(nav, _detour(), max_px=300, upto=0)
+    whole, _, _ = render_trajectory(nav, _detour(), max_px=300)
+    corner = tuple(int(v) for v in px(np.array([3.0, 0.0, 1.2])))
+    assert first.getpixel(corner)[:3] == COLORS["floor"]  # hop 0 not walked yet
+    assert whole.getpixel(corner)[:3] != COLORS["floor"]
+    assert first.size == whole.size  # the same window: a replay's frames line up
+
+
+def test_the_caption_has_one_step_count() -> None:
+    text = caption(_detour())
+    assert text.startswith("2 steps of 25, ") and "walked 3.2 m" in text
+    assert "hops" not in text

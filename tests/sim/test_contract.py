@@ -62,6 +62,17 @@ def test_geodesic_empty_room(sim):
 
 def test_geodesic_unreachable(sim):
     assert math.isinf(sim.geodesic_distance(A, OTHER_ROOM))
+    assert sim.geodesic_path(A, OTHER_ROOM) == (math.inf, [])
+
+
+def test_geodesic_path_is_the_geodesic(sim):
+    """The points a trajectory map draws a hop along: from A to B, as long as the distance."""
+    d, points = sim.geodesic_path(A, B)
+    assert d == pytest.approx(sim.geodesic_distance(A, B), abs=1e-6)
+    pts = np.asarray(points)
+    assert pts.shape[0] >= 2 and pts.shape[1] == 3
+    assert np.hypot(*(pts[0] - A)[[0, 2]]) < 0.1 and np.hypot(*(pts[-1] - B)[[0, 2]]) < 0.1
+    assert float(np.linalg.norm(np.diff(pts, axis=0), axis=1).sum()) == pytest.approx(d, rel=1e-3)
 
 
 def test_random_point_near(sim):
