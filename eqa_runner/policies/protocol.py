@@ -72,8 +72,8 @@ class ExploreProtocol(Configured):
         The one stop check of the yes/no protocols: unless :meth:`stops_without_asking`, the
         stop model is asked :meth:`stop_messages` with :meth:`stop_images` (None: no question
         at this step) and its reply read by ``policy.stop_match`` (:func:`is_yes`); the reply
-        and its time go in the step's record. A protocol with another question (HM-EQA's
-        confidence) overrides this method."""
+        and its time go in the step's record. A protocol with another per-step question (a
+        confidence score) overrides this method."""
         if self.stops_without_asking(x, rec):
             return True
         t1 = time.perf_counter()
