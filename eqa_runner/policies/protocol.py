@@ -12,11 +12,12 @@ package (``eqa_runner/benchmarks/<name>/protocol.py``, its option in the package
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from eqa_runner.configured import Configured
-from eqa_runner.llm import RequestEstimate
+from eqa_runner.llm import OFFLINE_TAG, ImagePart, Message, RequestEstimate
 from eqa_runner.policies.config import ProtocolConfig
 from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.policies.exploration import AnswerStep, Exploration
@@ -66,8 +67,39 @@ class ExploreProtocol(Configured):
     async def check_step(
         self, policy: LoopSettings, x: Exploration, rec: dict[str, Any], ctx: EpisodeContext
     ) -> bool:
-        """The question asked of every non-black frame; True stops the exploration."""
+        """The stop check of every non-black frame; True stops the exploration.
+
+        The one stop check of the yes/no protocols: unless :meth:`stops_without_asking`, the
+        stop model is asked :meth:`stop_messages` with :meth:`stop_images` (None: no question
+        at this step) and its reply read by ``policy.stop_match`` (:func:`is_yes`); the reply
+        and its time go in the step's record. A protocol with another per-step question (a
+        confidence score) overrides this method."""
+        if self.stops_without_asking(x, rec):
+            return True
+        t1 = time.perf_counter()
+        images = self.stop_images(x)
+        if images is None:
+            return False
+        word = "yes" if rec["step"] >= OFFLINE_STOP_AFTER else "no"
+        with ctx.times.part("prompt"):
+            msgs = self.stop_messages(x.episode, ctx.prompts_dir, *images)
+        c = await x.stop_llm.acomplete(msgs, offline_reply=f"{word} {OFFLINE_TAG}")
+        rec["stop_reply"] = c.text
+        rec["t_stop_s"] = round(time.perf_counter() - t1, 4)
+        return is_yes(c.text, policy.stop_match)
+
+    def stops_without_asking(self, x: Exploration, rec: dict[str, Any]) -> bool:
+        """A stop the protocol decides before any question (a path budget); default: none."""
         return False
+
+    def stop_images(self, x: Exploration) -> tuple[ImagePart, ...] | None:
+        """The images the stop question shows at this step; None: no question (the default:
+        a protocol without a stop check)."""
+        return None
+
+    def stop_messages(self, ep: Episode, prompts_dir: str | None, *img: ImagePart) -> list[Message]:
+        """The stop question: does this view suffice to answer ``ep``'s question?"""
+        raise NotImplementedError(f"{type(self).__name__} asks a stop question: define it")
 
     def on_frame(self, x: Exploration, obs: Observation, png: bytes) -> None:
         """Every non-black frame (e.g. into a frame memory for the answer step)."""

@@ -33,10 +33,8 @@ from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.policies.exploration import AnswerStep, Exploration
 from eqa_runner.policies.frame_memory import FrameMemory
 from eqa_runner.policies.protocol import (
-    OFFLINE_STOP_AFTER,
     ExploreProtocol,
     LoopSettings,
-    is_yes,
 )
 from eqa_runner.prompts import Prompt, load_prompt, shipped_dir, split_prompt
 from eqa_runner.records import artifact_name
@@ -121,25 +119,13 @@ class AEQAProtocol(ExploreProtocol):
             user_text += "\n(No picture is available: answer from the question alone.)"
         return _messages(sys_text, [user_text, *img, f"Question: {ep.question}\nAnswer:"])
 
-    async def check_step(
-        self, policy: LoopSettings, x: Exploration, rec: dict[str, Any], ctx: EpisodeContext
-    ) -> bool:
-        """Ask the stop model whether the current frame suffices to answer."""
+    def stop_images(self, x: Exploration) -> tuple[ImagePart, ...] | None:
+        """The stop check (``stop_check=true``) asks about the latest remembered frame."""
         if not self.config.stop_check:
-            return False
+            return None
         mem = self.memory(x)
         frame = mem.latest
-        if frame is None:
-            return False
-        t1 = time.perf_counter()
-        word = "yes" if rec["step"] >= OFFLINE_STOP_AFTER else "no"
-        c = await x.stop_llm.acomplete(
-            self.stop_messages(x.episode, ctx.prompts_dir, ImagePart(frame.data, mem.mime)),
-            offline_reply=f"{word} {OFFLINE_TAG}",
-        )
-        rec["stop_reply"] = c.text
-        rec["t_stop_s"] = round(time.perf_counter() - t1, 4)
-        return is_yes(c.text, policy.stop_match)
+        return None if frame is None else (ImagePart(frame.data, mem.mime),)
 
     async def answer(
         self, policy: LoopSettings, episode: Episode, ctx: EpisodeContext, x: Exploration

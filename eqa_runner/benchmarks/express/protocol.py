@@ -6,17 +6,14 @@ after an early stop, or a blind answer when the budget ran out.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from eqa_runner.benchmarks.express.config import ExpressProtocolConfig
 from eqa_runner.llm import OFFLINE_TAG, ImagePart, Message, RequestEstimate, system, user
 from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.policies.exploration import AnswerStep, Exploration
 from eqa_runner.policies.protocol import (
-    OFFLINE_STOP_AFTER,
     ExploreProtocol,
     LoopSettings,
-    is_yes,
     save_judge_image,
 )
 from eqa_runner.prompts import Prompt, load_prompt, shipped_dir, split_prompt
@@ -59,18 +56,9 @@ class ExpressProtocol(ExploreProtocol):
         name = ANSWER_PROMPT if img else BLIND_PROMPT
         return express_messages(name, prompts_dir, f"Q: {ep.question}\nA:", *img)
 
-    async def check_step(
-        self, policy: LoopSettings, x: Exploration, rec: dict[str, Any], ctx: EpisodeContext
-    ) -> bool:
-        """Ask the stop model whether the current view suffices to answer."""
-        t1 = time.perf_counter()
-        word = "yes" if rec["step"] >= OFFLINE_STOP_AFTER else "no"
-        with ctx.times.part("prompt"):
-            msgs = self.stop_messages(x.episode, ctx.prompts_dir, ImagePart(x.last_frame))
-        c = await x.stop_llm.acomplete(msgs, offline_reply=f"{word} {OFFLINE_TAG}")
-        rec["stop_reply"] = c.text
-        rec["t_stop_s"] = round(time.perf_counter() - t1, 4)
-        return is_yes(c.text, policy.stop_match)
+    def stop_images(self, x: Exploration) -> tuple[ImagePart, ...]:
+        """The stop check asks about the current view."""
+        return (ImagePart(x.last_frame),)
 
     async def answer(
         self, policy: LoopSettings, episode: Episode, ctx: EpisodeContext, x: Exploration

@@ -27,7 +27,7 @@ from eqa_runner.llm import OFFLINE_TAG, ImagePart, Message, RequestEstimate, use
 from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.policies.exploration import AnswerStep, Exploration
 from eqa_runner.policies.frame_memory import FrameMemory
-from eqa_runner.policies.protocol import ExploreProtocol, LoopSettings, is_yes
+from eqa_runner.policies.protocol import ExploreProtocol, LoopSettings
 from eqa_runner.prompts import load_prompt, shipped_dir
 from eqa_runner.sim.base import Observation
 from eqa_runner.types import Episode
@@ -81,27 +81,20 @@ class MP3DEQAProtocol(ExploreProtocol):
     def on_frame(self, x: Exploration, obs: Observation, png: bytes) -> None:
         self.memory(x).add(x.state.step, obs.rgb)
 
-    async def check_step(
-        self, policy: LoopSettings, x: Exploration, rec: dict[str, Any], ctx: EpisodeContext
-    ) -> bool:
-        """Stop at upstream's path budget, else when the stop model says the view suffices."""
+    def stops_without_asking(self, x: Exploration, rec: dict[str, Any]) -> bool:
+        """Upstream's path budget: stop once the path is ``max_path_m`` long."""
         if self.config.max_path_m is not None and x.path_len >= self.config.max_path_m:
             x.stop_reason = rec["stop_reason"] = "path_budget"
             return True
+        return False
+
+    def stop_images(self, x: Exploration) -> tuple[ImagePart, ...] | None:
+        """The stop check (``stop_check=true``) asks about the latest frame (none yet: no image)."""
         if not self.config.stop_check:
-            return False
-        t1 = time.perf_counter()
-        word = "yes" if rec["step"] >= OFFLINE_STOP_AFTER else "no"
+            return None
         mem = self.memory(x)
         frame = mem.latest
-        images = (ImagePart(frame.data, mem.mime),) if frame else ()
-        c = await x.stop_llm.acomplete(
-            self.stop_messages(x.episode, ctx.prompts_dir, *images),
-            offline_reply=f"{word} {OFFLINE_TAG}",
-        )
-        rec["stop_reply"] = c.text
-        rec["t_stop_s"] = round(time.perf_counter() - t1, 4)
-        return is_yes(c.text, policy.stop_match)
+        return (ImagePart(frame.data, mem.mime),) if frame else ()
 
     async def answer(
         self, policy: LoopSettings, episode: Episode, ctx: EpisodeContext, x: Exploration
