@@ -66,6 +66,14 @@ def save_replay(nav: NavigableMap, trace: Mapping[str, Any], artifacts_dir: Path
         with Image.open(path) as im:
             images.append(_frame(im, base, xy, f"step {s['step']}"))
     out = Path(artifacts_dir) / REPLAY_FILE
-    images[0].save(out, format="WEBP", save_all=True, append_images=images[1:],
-                   duration=FRAME_MS, loop=0, quality=70, method=0)  # fmt: skip
+    images[0].save(
+        out,
+        format="WEBP",
+        save_all=True,
+        append_images=images[1:],
+        duration=FRAME_MS,
+        loop=0,
+        quality=70,
+        method=0,
+    )
     return out

@@ -220,12 +220,18 @@ def _draw_marks(
         if tp.d_t is not None:
             draw.line([final, g], fill=COLORS["goal"], width=1)
         rr = r * 1.8
-        draw.polygon([(g[0], g[1] - rr), (g[0] + rr, g[1]), (g[0], g[1] + rr), (g[0] - rr, g[1])],
-                     fill=COLORS["goal"], outline=(255, 255, 255))  # fmt: skip
+        draw.polygon(
+            [(g[0], g[1] - rr), (g[0] + rr, g[1]), (g[0], g[1] + rr), (g[0] - rr, g[1])],
+            fill=COLORS["goal"],
+            outline=(255, 255, 255),
+        )
     if on_floor[-1]:
         h = r * 1.4
-        draw.rectangle([final[0] - h, final[1] - h, final[0] + h, final[1] + h],
-                       fill=COLORS["final"], outline=(255, 255, 255))  # fmt: skip
+        draw.rectangle(
+            [final[0] - h, final[1] - h, final[0] + h, final[1] + h],
+            fill=COLORS["final"],
+            outline=(255, 255, 255),
+        )
     label = f"{len(tp.path) - 1} hops, {len(tp.asked)} asked"
     if tp.d_t is not None:
         label += f", d_T {tp.d_t:.2f} m"
