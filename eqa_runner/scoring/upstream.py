@@ -79,12 +79,22 @@ def by_id(episodes: Sequence[Episode], path: Path, ids: Sequence[str]) -> dict[s
 # The upstream scripts write pickles of plain data and numpy arrays; reading one must not run
 # code, so only these globals may be looked up.
 _ALLOWED = {
-    ("builtins", "dict"), ("builtins", "list"), ("builtins", "tuple"), ("builtins", "set"),
-    ("builtins", "float"), ("builtins", "int"), ("builtins", "str"), ("builtins", "complex"),
-    ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "_reconstruct"),
-    ("numpy._core.multiarray", "_reconstruct"), ("numpy.core.multiarray", "scalar"),
-    ("numpy._core.multiarray", "scalar"), ("collections", "OrderedDict"),
-}  # fmt: skip
+    ("builtins", "dict"),
+    ("builtins", "list"),
+    ("builtins", "tuple"),
+    ("builtins", "set"),
+    ("builtins", "float"),
+    ("builtins", "int"),
+    ("builtins", "str"),
+    ("builtins", "complex"),
+    ("numpy", "ndarray"),
+    ("numpy", "dtype"),
+    ("numpy.core.multiarray", "_reconstruct"),
+    ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy.core.multiarray", "scalar"),
+    ("numpy._core.multiarray", "scalar"),
+    ("collections", "OrderedDict"),
+}
 
 
 class _DataUnpickler(pickle.Unpickler):
