@@ -117,6 +117,21 @@ def test_cli_help_and_cfg_job():
     assert "strategy: middle" in res.stdout and "_target_: eqa_runner.benchmarks" in res.stdout
 
 
+def test_help_and_cfg_job_in_process(compose_cfg):
+    """What ``--help`` and ``--cfg job policy=single`` print, without a process."""
+    from eqa_runner.cli_help import render_help, wants_fast_help
+
+    assert wants_fast_help(["--help"]) and not wants_fast_help(["--help", "policy=single"])
+    text = render_help()
+    assert "eqa_runner: run one Embodied Question Answering" in text
+    groups = dict(
+        ln.split(": ", 1) for ln in text.splitlines() if re.match(r"^(task|policy|llm|judge): ", ln)
+    )
+    assert "openeqa_em" in groups["task"] and "multiframe" in groups["policy"]
+    job = OmegaConf.to_yaml(compose_cfg(["policy=single"]))
+    assert "strategy: middle" in job and "_target_: eqa_runner.benchmarks" in job
+
+
 @pytest.mark.slow
 def test_cli_incompatible_policy_is_one_line_error(tmp_path):
     res = _cli(

@@ -251,6 +251,7 @@ def test_the_docs_name_keys_and_examples() -> None:
     assert len(exs) > 30 and any(err for _, _, err in exs)
 
 
+@pytest.mark.slow
 def test_every_config_key_the_docs_name_exists() -> None:
     known = composed_keys()
     named = named_keys()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from eqa_runner.llm import LLMClient, track_usage, user
 from eqa_runner.llm.client import endpoint_stats
 
@@ -43,6 +45,7 @@ def test_adaptive_limit_stays_under_a_server_rate_limit(llm_server):
     assert snap["limit"] < 32  # learned below the ceiling
 
 
+@pytest.mark.slow
 def test_fixed_concurrency_at_the_same_ceiling_hits_the_limit_much_more(llm_server):
     llm_server.configure(latency_s=0.05, rate_limit_rps=40, rate_limit_burst=4)
     _, _, _, adaptive = _burst(llm_server, "adaptive")

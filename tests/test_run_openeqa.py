@@ -29,6 +29,7 @@ def _stable(records: list[dict]) -> list[dict]:
     return sorted(({k: r[k] for k in STABLE} for r in records), key=lambda r: r["episode_id"])
 
 
+@pytest.mark.slow
 def test_multiframe_run_with_faults_then_cached_rerun(tmp_path, compose_cfg, llm_server):
     data = make_openeqa_dataset(tmp_path / "d", n_questions=40, n_episodes=4, frames=16)
     llm_server.configure(
@@ -85,6 +86,7 @@ def test_failing_episode_is_recorded_and_run_goes_on(
     assert summary["errors_by_type"] == {"FrameError": 10}
 
 
+@pytest.mark.slow
 def test_resume_retries_errors_and_skips_ok(tmp_path, compose_cfg, llm_server, openeqa_data):
     llm_server.configure(
         rules=[
@@ -159,6 +161,7 @@ def test_incompatible_policy_fails_at_start(compose_cfg, openeqa_data):
         run(cfg)
 
 
+@pytest.mark.slow
 def test_dry_run_on_1600_questions_makes_no_call(tmp_path, compose_cfg, llm_server):
     data = make_openeqa_dataset(
         tmp_path / "big", n_questions=1600, n_episodes=40, frames=60, size=(64, 36)

@@ -96,3 +96,20 @@ def test_a_typo_in_a_user_preset_fails_at_composition(lab_conf: Path, tmp_path: 
            "llm=lab-typo", "--cfg", "job"]  # fmt: skip
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0 and "max_tokenz" in proc.stderr
+
+
+def test_a_typo_in_a_user_preset_fails_at_composition_in_process(lab_conf: Path) -> None:
+    """The same check without a process: the lab's dir on ``hydra.searchpath``."""
+    from hydra.errors import ConfigCompositionException
+
+    (lab_conf / "llm" / "lab-typo.yaml").write_text(LAB_LLM + "max_tokenz: 10\n")
+    register_configs()
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+            overrides = [f"hydra.searchpath=[file://{lab_conf}]", "llm=lab-typo"]
+            with pytest.raises(ConfigCompositionException) as err:
+                compose("config", overrides=overrides)
+    finally:
+        GlobalHydra.instance().clear()
+    assert "max_tokenz" in str(err.value.__cause__ or err.value)

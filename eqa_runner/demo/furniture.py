@@ -176,8 +176,9 @@ def _laptop(name: str, bx: _Boxes, state: str | None, rng) -> tuple[float, float
         return w, 0.035, d
     h = 0.26
     bx.b(-w / 2, 0.02, -d / 2, w / 2, h, -d / 2 + 0.015)
-    bx.b(-w / 2 + 0.02, 0.04, -d / 2 + 0.015, w / 2 - 0.02, h - 0.02, -d / 2 + 0.02,
-         (0.4, 0.6, 0.9))  # fmt: skip
+    bx.b(
+        -w / 2 + 0.02, 0.04, -d / 2 + 0.015, w / 2 - 0.02, h - 0.02, -d / 2 + 0.02, (0.4, 0.6, 0.9)
+    )
     return w, h, d
 
 

@@ -82,8 +82,12 @@ def write_glb(path: Path, vertices: np.ndarray, triangles: np.ndarray, colors: n
     img, uv = palette_texture(colors)
     png = io.BytesIO()
     Image.fromarray(img).save(png, format="PNG")
-    chunks = [pos.tobytes(), np.ascontiguousarray(uv, "<f4").tobytes(), idx.tobytes(),
-              png.getvalue()]  # fmt: skip
+    chunks = [
+        pos.tobytes(),
+        np.ascontiguousarray(uv, "<f4").tobytes(),
+        idx.tobytes(),
+        png.getvalue(),
+    ]
     views, blob = _pack(chunks)
     doc = _gltf_document(pos, len(uv), len(idx), views, len(blob))
     js = json.dumps(doc, separators=(",", ":")).encode()
@@ -129,7 +133,7 @@ def _gltf_document(
                     }
                 ]
             }
-        ],  # fmt: skip
+        ],
         "materials": [
             {
                 "pbrMetallicRoughness": {
@@ -153,7 +157,7 @@ def _gltf_document(
             },
             {"bufferView": 1, "componentType": 5126, "count": n_uv, "type": "VEC2"},
             {"bufferView": 2, "componentType": 5125, "count": n_idx, "type": "SCALAR"},
-        ],  # fmt: skip
+        ],
         "bufferViews": views,
         "buffers": [{"byteLength": blob_len}],
     }

@@ -157,8 +157,9 @@ class FrontierPlanner(PromptPointsMixin):
         # integer gradients, as upstream: their negation has no signed zero (it shows in atan2)
         grad = (ndimage.sobel(un_i, axis=0), ndimage.sobel(un_i, axis=1))
         val2d = self.semantic_map() if self._semantic_on(step) else None
-        return _Plan(cur, free, island, unexplored, cells, frontiers, grad, val2d,
-                     np.zeros(len(frontiers)))  # fmt: skip
+        return _Plan(
+            cur, free, island, unexplored, cells, frontiers, grad, val2d, np.zeros(len(frontiers))
+        )
 
     def _penalty_yaw(self, agent_yaw: float | None) -> float | None:
         if self.cfg.penalty_yaw == "planned":
@@ -188,8 +189,10 @@ class FrontierPlanner(PromptPointsMixin):
     def _weight(self, cell: np.ndarray, normal: np.ndarray, plan: _Plan, yaw: float | None):
         """Upstream's weight, factor by factor in upstream's order."""
         c = self.cfg
-        weight = math.exp(self._ray_rate(cell, normal, c.max_unexplored_check_frontier,
-                                         plan.unexplored) / c.unexplored_T)  # fmt: skip
+        weight = math.exp(
+            self._ray_rate(cell, normal, c.max_unexplored_check_frontier, plan.unexplored)
+            / c.unexplored_T
+        )
         weight *= math.exp(
             self._ray_rate(cell, normal, c.max_unoccupied_check_frontier, plan.free)
             / c.unoccupied_T
@@ -268,9 +271,11 @@ class FrontierPlanner(PromptPointsMixin):
         cut = path[last]
         self._target = None
         if last < len(path) - 1:
-            self._target = {"next": [int(v) for v in next_cell],
-                            "direction": [float(v) for v in direction],
-                            "frontier": [int(v) for v in frontier]}  # fmt: skip
+            self._target = {
+                "next": [int(v) for v in next_cell],
+                "direction": [float(v) for v in direction],
+                "frontier": [int(v) for v in frontier],
+            }
         to_frontier = np.asarray(frontier, dtype=float) - cut
         nrm = np.linalg.norm(to_frontier)
         new_dir = to_frontier / nrm if nrm > 0 else direction
@@ -292,8 +297,9 @@ class FrontierPlanner(PromptPointsMixin):
                 next_cell = ok[self.draws.integers(len(ok))]
                 info["fallback"] = "random_hop"
         self._target = None
-        next_cell, direction = self._cap_hop(plan, next_cell, direction, next_cell + direction,
-                                             info)  # fmt: skip
+        next_cell, direction = self._cap_hop(
+            plan, next_cell, direction, next_cell + direction, info
+        )
         self._target = None
         return self._emit(plan, next_cell, direction, "fallback", info, None)
 

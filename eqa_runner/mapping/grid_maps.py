@@ -109,9 +109,16 @@ class GridMaps:
         max_height = None
         if self.cfg.clip_to_camera_height:
             max_height = self._fusion_ceiling(intrinsics, cam_to_world_normal, margin_h, w)
-        return vol.integrate(depth, intrinsics, cam_to_world_normal, rgb=rgb, margin_h=margin_h,
-                             margin_w=margin_w, restrict_to_frustum=self.restrict_to_frustum,
-                             max_height=max_height)  # fmt: skip
+        return vol.integrate(
+            depth,
+            intrinsics,
+            cam_to_world_normal,
+            rgb=rgb,
+            margin_h=margin_h,
+            margin_w=margin_w,
+            restrict_to_frustum=self.restrict_to_frustum,
+            max_height=max_height,
+        )
 
     def _fusion_ceiling(self, k, pose, margin_h: int, w: int) -> float | None:
         """World z above which fusing changes nothing the planner reads, or None.
@@ -122,8 +129,12 @@ class GridMaps:
         """
         k = np.asarray(k, dtype=float)
         pose = np.asarray(pose, dtype=float)
-        rows = np.array([[(u - k[0, 2]) / k[0, 0], (margin_h - 0.5 - k[1, 2]) / k[1, 1], 1.0]
-                         for u in (-0.5, w - 0.5)])  # fmt: skip
+        rows = np.array(
+            [
+                [(u - k[0, 2]) / k[0, 0], (margin_h - 0.5 - k[1, 2]) / k[1, 1], 1.0]
+                for u in (-0.5, w - 0.5)
+            ]
+        )
         if (rows @ pose[2, :3]).max() > 0:
             return None
         vol = self._vol

@@ -102,8 +102,9 @@ class PromptPointsMixin(SemanticMaps):
         ``np.linspace(0, 1, n + 1)[k]`` is ``k * (1 / n)``)."""
         cells = np.asarray(cells).reshape(-1, 2)
         out = np.zeros(len(cells), dtype=int)
-        n = np.maximum(np.abs(cells[:, 0].astype(int) - int(a[0])),
-                       np.abs(cells[:, 1].astype(int) - int(a[1])))  # fmt: skip
+        n = np.maximum(
+            np.abs(cells[:, 0].astype(int) - int(a[0])), np.abs(cells[:, 1].astype(int) - int(a[1]))
+        )
         long = np.nonzero(n > 1)[0]
         if len(long) == 0:
             return out

@@ -138,8 +138,9 @@ class TSDFVolume:
         if not max_depth > 0:
             return None
         far = float(max_depth) + self.trunc
-        return frustum_box(self.origin, self.voxel_size, self.dims, far, shape, intrinsics,
-                           cam_to_world)  # fmt: skip
+        return frustum_box(
+            self.origin, self.voxel_size, self.dims, far, shape, intrinsics, cam_to_world
+        )
 
     def integrate(
         self,
@@ -194,10 +195,22 @@ class TSDFVolume:
         xs, ys, zs = (c[s] for c, s in zip(self.axis_coords, box, strict=True))
         lo = np.array([s.start for s in box], dtype=np.int64)
         updated, marked = fuse_box(
-            self.tsdf, self.weight, self.explored, self.explored_2d, depth, lo,
-            xs, ys, zs, np.linalg.inv(t), _pixel_params(k), self.trunc, float(obs_weight),
-            int(margin_h), int(margin_w),
-        )  # fmt: skip
+            self.tsdf,
+            self.weight,
+            self.explored,
+            self.explored_2d,
+            depth,
+            lo,
+            xs,
+            ys,
+            zs,
+            np.linalg.inv(t),
+            _pixel_params(k),
+            self.trunc,
+            float(obs_weight),
+            int(margin_h),
+            int(margin_w),
+        )
         return FuseStats(int(len(xs) * len(ys) * len(zs)), int(updated), int(marked))
 
     def _integrate_box(self, depth, k, t, box, rgb, margin_h, margin_w, obs_weight):
@@ -214,8 +227,14 @@ class TSDFVolume:
         lk = np.arange(total) - np.repeat(np.cumsum(count) - count - kmin.ravel(), count)
         gi, gj = lo[0] + col // n[1], lo[1] + col % n[1]
         gk = lo[2] + lk
-        pts = np.stack([self.axis_coords[0][gi], self.axis_coords[1][gj],
-                        self.axis_coords[2][gk], np.ones(total)])  # fmt: skip
+        pts = np.stack(
+            [
+                self.axis_coords[0][gi],
+                self.axis_coords[1][gj],
+                self.axis_coords[2][gk],
+                np.ones(total),
+            ]
+        )
         cam = np.dot(np.linalg.inv(t), pts)  # BLAS: T[r,0]*x, then fused multiply-adds
         fx, fy, cx, cy = _pixel_params(k)
         z = cam[2]

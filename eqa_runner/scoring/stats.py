@@ -140,8 +140,9 @@ def _bootstrap(
     if k == 1 or samples <= 0:
         return mean, mean
     # one episode a unit: the same arithmetic as aggregate.bootstrap_ci
-    means = resampled_means(sums, None if np.all(sizes == 1) else sizes, samples,
-                            np.random.default_rng(seed))  # fmt: skip
+    means = resampled_means(
+        sums, None if np.all(sizes == 1) else sizes, samples, np.random.default_rng(seed)
+    )
     lo, hi = np.quantile(means, [(1 - level) / 2, 1 - (1 - level) / 2])
     return float(lo), float(hi)
 

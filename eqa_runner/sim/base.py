@@ -81,8 +81,14 @@ class Simulator(Configured, ABC):
         """Sensor, agent-body and navmesh settings shared by every backend, from its config."""
         from eqa_runner.sim.recast import NavSettings
 
-        self.sensor = SensorSpec(c.width, c.height, float(c.hfov_deg), float(c.sensor_height_m),
-                                 float(c.tilt_deg), float(c.sensor_forward_m))  # fmt: skip
+        self.sensor = SensorSpec(
+            c.width,
+            c.height,
+            float(c.hfov_deg),
+            float(c.sensor_height_m),
+            float(c.tilt_deg),
+            float(c.sensor_forward_m),
+        )
         self.agent_radius = float(c.agent_radius)
         self.agent_height = float(c.agent_height)
         self.agent_max_climb = float(c.agent_max_climb)

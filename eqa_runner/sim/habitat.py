@@ -344,8 +344,9 @@ class HabitatSimulator(Simulator):
             pf = self._pf()
             lo, _ = pf.get_bounds()
             view = np.asarray(pf.get_topdown_view(float(cell_m), float(floor_y)), dtype=bool)
-            return NavigableMap(view.T.copy(), (float(lo[0]), float(lo[2])), float(cell_m),
-                                float(floor_y))  # fmt: skip
+            return NavigableMap(
+                view.T.copy(), (float(lo[0]), float(lo[2])), float(cell_m), float(floor_y)
+            )
 
         return self._call(run)
 
@@ -361,8 +362,9 @@ class HabitatSimulator(Simulator):
             v = np.asarray(self._pf().build_navmesh_vertices(), dtype=np.float64).reshape(-1, 3, 3)
             on = np.all(np.abs(v[:, :, 1] - floor_y) <= lim, axis=1)
             t = v[on]
-            return float(0.5 * np.linalg.norm(np.cross(t[:, 1] - t[:, 0], t[:, 2] - t[:, 0]),
-                                              axis=1).sum())  # fmt: skip
+            return float(
+                0.5 * np.linalg.norm(np.cross(t[:, 1] - t[:, 0], t[:, 2] - t[:, 0]), axis=1).sum()
+            )
 
         return self._call(run)
 

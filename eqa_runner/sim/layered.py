@@ -194,8 +194,9 @@ class LayeredNavGrid:
         """``[line_of_sight(p, q) for q in qs]`` in one pass over all their samples (the same
         samples and arithmetic: one call per segment cost more than the test itself)."""
         qs = np.asarray(qs, dtype=float).reshape(-1, 3)
-        n = np.array([max(int(np.ceil(np.linalg.norm((q - p)[[0, 2]]) / (self.c / 3))), 1)
-                      for q in qs])  # fmt: skip
+        n = np.array(
+            [max(int(np.ceil(np.linalg.norm((q - p)[[0, 2]]) / (self.c / 3))), 1) for q in qs]
+        )
         seg = np.repeat(np.arange(len(qs)), n + 1)  # sample -> segment
         first = np.concatenate([[0], np.cumsum(n + 1)[:-1]])
         k = np.arange(len(seg)) - first[seg]

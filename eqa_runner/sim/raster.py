@@ -163,9 +163,15 @@ def raster_band(vc, scr, tri, fx, fy, cx, cy, cull, r0, r1, w, zbuf, pid, uv) ->
 
 
 def rasterize(
-    verts: np.ndarray, tri: np.ndarray, cam_to_world: np.ndarray, k: np.ndarray,
-    width: int, height: int, cull: bool, bands: int = 2,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    verts: np.ndarray,
+    tri: np.ndarray,
+    cam_to_world: np.ndarray,
+    k: np.ndarray,
+    width: int,
+    height: int,
+    cull: bool,
+    bands: int = 2,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(t_hit float32 z-depth, inf on a miss; primitive_ids uint32, ``INVALID`` on a miss;
     primitive_uvs float32 (N, 2)), flat in row-major pixel order, for the OpenGL camera pose
     ``cam_to_world`` and pinhole intrinsics ``k``; ``verts`` (V, 3) float64, ``tri`` int32."""

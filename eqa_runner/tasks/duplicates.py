@@ -44,8 +44,16 @@ class Duplicates:
                 out.append(k)
         return out
 
-    def put(self, into: dict[str, Any], key: str, value: Any, where: str, path: Path | str,
-            what: str, first: str) -> None:  # fmt: skip
+    def put(
+        self,
+        into: dict[str, Any],
+        key: str,
+        value: Any,
+        where: str,
+        path: Path | str,
+        what: str,
+        first: str,
+    ) -> None:
         """``into[key] = value``; a repeat with the same value is dropped (counted), one with
         another value is refused naming ``where`` (this record) and ``first`` (the other)."""
         if key not in into:
@@ -61,8 +69,13 @@ class Duplicates:
     def drop(self, path: Path | str, key: str, what: str) -> None:
         ids = self.dropped.setdefault(str(path), [])
         if not ids:
-            log.warning("%s: %s %r is listed more than once; kept once (counted in the "
-                        "summary, task.duplicates_dropped)", path, what, key)  # fmt: skip
+            log.warning(
+                "%s: %s %r is listed more than once; kept once (counted in the "
+                "summary, task.duplicates_dropped)",
+                path,
+                what,
+                key,
+            )
         ids.append(key)
 
     def describe(self) -> dict[str, Any]:

@@ -23,8 +23,16 @@ from dataclasses import dataclass
 from typing import Any
 
 FAULT_KINDS = (
-    "429", "429_no_retry_after", "500", "503", "reset", "timeout", "malformed", "empty", "length"
-)  # fmt: skip
+    "429",
+    "429_no_retry_after",
+    "500",
+    "503",
+    "reset",
+    "timeout",
+    "malformed",
+    "empty",
+    "length",
+)
 DEFAULTS: dict[str, Any] = {
     "rules": [],
     "default_reply": "ok",
@@ -141,10 +149,16 @@ def _logprobs(reply: str, first: dict[str, float] | None, top_k: int) -> dict[st
         dist.setdefault(tok, max(1e-6, 1.0 - sum(dist.values())))
         ranked = sorted(dist.items(), key=lambda kv: -kv[1])[: max(0, top_k)]
         content.append(
-            {"token": tok, "logprob": math.log(dist[tok]), "bytes": list(tok.encode()),
-             "top_logprobs": [{"token": k, "logprob": math.log(v), "bytes": list(k.encode())}
-                              for k, v in ranked]}
-        )  # fmt: skip
+            {
+                "token": tok,
+                "logprob": math.log(dist[tok]),
+                "bytes": list(tok.encode()),
+                "top_logprobs": [
+                    {"token": k, "logprob": math.log(v), "bytes": list(k.encode())}
+                    for k, v in ranked
+                ],
+            }
+        )
     return {"content": content}
 
 
@@ -297,8 +311,13 @@ class ServerState:
         self, model: str, rule_id: str, fault: str | None, n_images: int, usage: dict[str, int]
     ) -> str | None:
         """Count one request in the stats; returns its status key (None: connection reset)."""
-        status = {"429": "429", "429_no_retry_after": "429", "rate_limit": "429", "500": "500",
-                  "503": "503"}  # fmt: skip
+        status = {
+            "429": "429",
+            "429_no_retry_after": "429",
+            "rate_limit": "429",
+            "500": "500",
+            "503": "503",
+        }
         status_key = None if fault == "reset" else status.get(fault or "", "200")
         self.counts["by_model"][model] += 1
         self.counts["by_rule"][rule_id] += 1
@@ -332,10 +351,17 @@ class ServerState:
             usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
             status_key = self._count(model, rule_id, fault, n_images, usage)
             self.log.append(
-                {"index": index, "time": time.time(), "model": model, "rule": rule_id,
-                 "fault": fault, "status": status_key, "reply": reply,
-                 "body": {**body, "messages": logged}}
-            )  # fmt: skip
+                {
+                    "index": index,
+                    "time": time.time(),
+                    "model": model,
+                    "rule": rule_id,
+                    "fault": fault,
+                    "status": status_key,
+                    "reply": reply,
+                    "body": {**body, "messages": logged},
+                }
+            )
             opts = body.get("stream_options")
             with_usage = bool(isinstance(opts, dict) and opts.get("include_usage"))
             lp = None
@@ -358,16 +384,24 @@ def completion_body(plan: Plan, finish: str) -> dict[str, Any]:
         "created": int(time.time()),
         "model": plan.model,
         "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": plan.reply},
-             "finish_reason": finish, "logprobs": plan.logprobs}
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": plan.reply},
+                "finish_reason": finish,
+                "logprobs": plan.logprobs,
+            }
         ],
         "usage": plan.usage,
-    }  # fmt: skip
+    }
 
 
 def sse_body(plan: Plan, finish: str) -> str:
-    base = {"id": f"chatcmpl-test{plan.index:08d}", "object": "chat.completion.chunk",
-            "created": int(time.time()), "model": plan.model}  # fmt: skip
+    base = {
+        "id": f"chatcmpl-test{plan.index:08d}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": plan.model,
+    }
     delta = {"role": "assistant", "content": plan.reply}
     chunks = [
         {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},

@@ -60,8 +60,13 @@ class _Handler(BaseHTTPRequestHandler):
         # the handler only ever runs in an _HTTPServer (typeshed: a BaseServer)
         return cast(_HTTPServer, self.server).state
 
-    def _send(self, status: int, body: bytes | str, ctype: str = "application/json",
-              headers: dict[str, str] | None = None) -> None:  # fmt: skip
+    def _send(
+        self,
+        status: int,
+        body: bytes | str,
+        ctype: str = "application/json",
+        headers: dict[str, str] | None = None,
+    ) -> None:
         data = body.encode() if isinstance(body, str) else body
         try:
             self.send_response(status)
@@ -88,8 +93,10 @@ class _Handler(BaseHTTPRequestHandler):
         elif path in ("/v1/models", "/models"):
             with self.state.lock:
                 names = list(self.state.cfg["models"]) + list(self.state.counts["by_model"])
-            data = [{"id": m, "object": "model", "created": 0, "owned_by": "llm-test-server"}
-                    for m in dict.fromkeys(names)]  # fmt: skip
+            data = [
+                {"id": m, "object": "model", "created": 0, "owned_by": "llm-test-server"}
+                for m in dict.fromkeys(names)
+            ]
             self._json(200, {"object": "list", "data": data})
         elif path == "/_stats":
             self._json(200, self.state.stats())
@@ -139,8 +146,10 @@ class _Handler(BaseHTTPRequestHandler):
                     if fault == "rate_limit":  # when the bucket holds a token again
                         secs = plan.retry_after if plan.retry_after is not None else secs
                     whole = math.ceil(secs) if fault == "rate_limit" else max(0, round(secs))
-                    headers = {"Retry-After": str(whole),
-                               "retry-after-ms": str(math.ceil(secs * 1000))}  # fmt: skip
+                    headers = {
+                        "Retry-After": str(whole),
+                        "retry-after-ms": str(math.ceil(secs * 1000)),
+                    }
                 return self._error(429, "Rate limit reached (injected)", headers)
             if fault in ("500", "503"):
                 return self._error(int(fault), f"injected {fault} error")
@@ -158,9 +167,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _abort(self) -> None:
         """Close the socket with SO_LINGER 0 so the client sees a TCP RST, no response."""
         try:
-            self.connection.setsockopt(
-                socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
-            )  # fmt: skip
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.connection.close()
         except OSError:
             pass
@@ -205,9 +212,11 @@ class LLMTestServer:
             self._httpd = _HTTPServer((self.host, self._want_port), _Handler)
             self._httpd.state = self.state
             self._thread = threading.Thread(
-                target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                name=f"llm-test-server-{self.port}", daemon=True,
-            )  # fmt: skip
+                target=self._httpd.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name=f"llm-test-server-{self.port}",
+                daemon=True,
+            )
             self._thread.start()
         return self
 

@@ -80,6 +80,7 @@ def short_refs(tmp_path, aeqa_demo) -> Path:
     return data
 
 
+@pytest.mark.slow
 def test_aeqa_end_to_end_resume_rejudge_report(tmp_path, compose_cfg, llm_server, short_refs):
     aeqa_demo = short_refs
     llm_server.configure(rules=RULES)
@@ -157,6 +158,7 @@ def test_aeqa_end_to_end_resume_rejudge_report(tmp_path, compose_cfg, llm_server
     assert report_main([str(out), str(out_fbe), "--compare", "--by", "category"]) == 0
 
 
+@pytest.mark.slow
 def test_report_compare_tables(tmp_path, compose_cfg, llm_server, aeqa_demo, capsys):
     llm_server.configure(rules=RULES)
     runs = {}

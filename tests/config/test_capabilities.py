@@ -12,6 +12,7 @@ import pytest
 
 from eqa_runner.capabilities import check_fit
 from eqa_runner.errors import ConfigError
+from eqa_runner.run.loop import run
 from tests.conftest import ROOT
 from tests.helpers.datasets import make_openeqa_dataset
 
@@ -75,3 +76,27 @@ def test_a_judge_reading_what_nobody_provides_is_refused() -> None:
             ("multiframe", frozenset({"question", "frames"}), frozenset()),
             ("hmeqa", frozenset({"choices", "trajectory"})),
         )
+
+
+# the same two checks in-process (the fast tier): the lab's dir on hydra.searchpath, run(cfg)
+
+
+def test_a_new_policy_yaml_with_a_capable_policy_runs_in_process(
+    lab_conf: Path, tmp_path: Path, compose_cfg
+) -> None:
+    data = make_openeqa_dataset(tmp_path / "data", n_questions=3)
+    lab = f"hydra.searchpath=[file://{lab_conf}]"
+    offline = ["llm=offline", "judge.model=offline"]
+    cfg = compose_cfg([lab, "task=openeqa_em", "policy=mine", *offline, f"task.data_dir={data}"])
+    assert run(cfg)["exit_code"] == 0
+    assert "an answer to:" in (tmp_path / "run" / "episodes.jsonl").read_text()
+
+
+def test_a_policy_the_task_cannot_feed_is_refused_in_process_before_the_run_dir(
+    lab_conf: Path, tmp_path: Path, compose_cfg
+) -> None:
+    lab = f"hydra.searchpath=[file://{lab_conf}]"
+    cfg = compose_cfg([lab, "task=express", "policy=mine", f"task.data_dir={tmp_path}"])
+    with pytest.raises(ConfigError, match=r"^policy=mine needs an episode's recorded frames; "):
+        run(cfg)
+    assert not (tmp_path / "run").exists()

@@ -224,6 +224,7 @@ def test_check_decodes_every_frame_like_a_run(upstream, tmp_path):
     assert [b for b in rep.broken if "00001-rgb.png: undecodable" in b], rep.broken
 
 
+@pytest.mark.slow
 def test_check_express_poses_lists_starts_off_the_floor(express_demo, tmp_path, capsys):
     """`data check express --poses` names each start on no island (the scene and why) and
     each goal off the navigable floor, with the distance (a run would record that episode as

@@ -47,6 +47,7 @@ def _paths(recs):
     }
 
 
+@pytest.mark.slow
 def test_express_re_end_to_end_and_deterministic(tmp_path, compose_cfg, llm_server, express_demo):
     llm_server.configure(rules=RULES)
     out = run(compose_cfg(_overrides(express_demo, llm_server), out=tmp_path / "r1"))
@@ -96,6 +97,7 @@ def test_express_re_end_to_end_and_deterministic(tmp_path, compose_cfg, llm_serv
         assert {k: r[k] for k in STABLE} == {k: by_id[r["episode_id"]][k] for k in STABLE}
 
 
+@pytest.mark.slow
 def test_stop_model_and_artifacts(tmp_path, compose_cfg, llm_server, express_demo):
     llm_server.configure(rules=RULES)
     over = [

@@ -76,6 +76,7 @@ def _overrides(demo):
     ]
 
 
+@pytest.mark.slow
 def test_run_closes_the_simulator(tmp_path, compose_cfg, express_demo):
     CLOSED.clear()
     out = run(compose_cfg(_overrides(express_demo)))

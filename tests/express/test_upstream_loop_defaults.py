@@ -67,6 +67,7 @@ def _run(tmp_path, compose_cfg, llm_server, *extra: str):
     return rec["trace"]
 
 
+@pytest.mark.slow
 def test_default_run_stops_on_yes_anywhere_and_fuses_one_view(tmp_path, compose_cfg, llm_server):
     tr = _run(tmp_path, compose_cfg, llm_server)
     assert tr["stopped_early"] and tr["steps_taken"] == 1  # the first reply stops

@@ -152,6 +152,7 @@ def _walk(seed: int, steps: int = 8, look=(120, 240)):
     return traj, hops, prop
 
 
+@pytest.mark.slow
 def test_hops_capped_and_deterministic():
     traj, hops, prop = _walk(seed=5)
     snap_tol = 0.1 + 0.05  # one map cell + one navgrid cell
@@ -186,6 +187,7 @@ RULES = [
 ]
 
 
+@pytest.mark.slow
 def test_fbe_end_to_end_on_demo(tmp_path, compose_cfg, llm_server):
     import json
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
+
 from eqa_runner.benchmarks.hmeqa.task import PADDING, HMEQATask
 from eqa_runner.data.commands import main as data_main
 
 
+@pytest.mark.slow
 def test_check_demo_ok_and_missing_scene(tmp_path, hmeqa_demo, capsys):
     assert data_main(["check", "hmeqa", "--data-dir", str(hmeqa_demo)]) == 0
     out = capsys.readouterr().out
@@ -47,6 +50,7 @@ def test_check_reports_bad_files_and_padding_answers(tmp_path, hmeqa_demo, capsy
     assert "FAILED:" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_demo_cli_writes_hmeqa(tmp_path, capsys):
     from eqa_runner.demo.cli import main as demo_main
 

@@ -52,6 +52,7 @@ def _expected(recs, letter):
 
 
 @pytest.mark.parametrize("logprobs", [True, False], ids=["logprobs", "parsed"])
+@pytest.mark.slow
 def test_both_paths_scored(tmp_path, compose_cfg, llm_server, hmeqa_demo, logprobs):
     llm_server.configure(rules=RULES, logprobs=logprobs)
     out_dir = tmp_path / "run"
@@ -97,6 +98,7 @@ def test_both_paths_scored(tmp_path, compose_cfg, llm_server, hmeqa_demo, logpro
     )
 
 
+@pytest.mark.slow
 def test_resume_and_report(tmp_path, compose_cfg, llm_server, hmeqa_demo, capsys):
     from eqa_runner.report.cli import main as report
 

@@ -124,6 +124,7 @@ def test_default_navigable_map_samples_is_navigable() -> None:
     assert m.origin_xz == (-1.0, -1.0)
 
 
+@pytest.mark.slow
 def test_express_run_draws_a_map_per_episode_and_a_replay(tmp_path, compose_cfg, express_demo):
     from eqa_runner.records import read_records
     from eqa_runner.run.loop import run
@@ -153,6 +154,7 @@ def test_express_run_draws_a_map_per_episode_and_a_replay(tmp_path, compose_cfg,
     assert 'class="st"' in html  # the step strip
 
 
+@pytest.mark.slow
 def test_trajectory_maps_off(tmp_path, compose_cfg, express_demo):
     from eqa_runner.records import read_records
     from eqa_runner.run.loop import run
@@ -169,6 +171,7 @@ def test_trajectory_maps_off(tmp_path, compose_cfg, express_demo):
 
 
 @pytest.mark.parametrize("floor_y", [0.0])
+@pytest.mark.slow
 def test_mesh_backend_map_is_its_floor_grid(floor_y, express_demo) -> None:
     from eqa_runner.sim.mesh import MeshSimulator
 

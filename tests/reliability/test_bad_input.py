@@ -176,6 +176,7 @@ def _png_bomb(path: Path, side: int = 10_000) -> None:
     )
 
 
+@pytest.mark.slow
 def test_decompression_bomb_frame_is_refused_without_decoding(tmp_path, compose_cfg, data):
     import resource
 

@@ -50,6 +50,7 @@ def test_bad_start_pose_names_record_and_field(compose_cfg, demo, value, message
         run(compose_cfg([*BASE, f"task.data_dir={demo}"]))
 
 
+@pytest.mark.slow
 def test_missing_scene_fails_at_start_then_is_a_recorded_error(tmp_path, compose_cfg, demo):
     scene_dir = next((demo / "scenes" / "val").iterdir())
     shutil.rmtree(scene_dir)

@@ -3,11 +3,35 @@ refused with "did you mean" (defect 15); out-of-range report arguments are refus
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+
+from eqa_runner.run.configstore import register_configs
+from eqa_runner.run.loop import run
+from tests.conftest import CONF
 from tests.reliability import tally
 from tests.reliability.conftest import run_cli
-from tests.reliability.test_trust import OFFLINE, done_run, small_data  # noqa: F401 - fixtures
+from tests.reliability.test_trust import OFFLINE, small_data  # noqa: F401 - fixtures
+
+
+@pytest.fixture(scope="module")
+def done_run(tmp_path_factory, small_data) -> Path:  # noqa: F811
+    """A finished offline run (4 episodes), run in-process, used read-only."""
+    run_dir = tmp_path_factory.mktemp("done") / "run"
+    register_configs()
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+            overrides = [f"task.data_dir={small_data}", *OFFLINE, f"run.output_dir={run_dir}"]
+            cache = f"run.cache_dir={run_dir.parent / 'cache'}"
+            cfg = compose("config", overrides=[*overrides, cache, "run.progress=false"])
+    finally:
+        GlobalHydra.instance().clear()
+    assert run(cfg)["exit_code"] == 0
+    return run_dir
 
 
 @pytest.mark.parametrize(
@@ -48,7 +72,7 @@ def test_free_form_maps_still_take_any_added_key(tmp_path, small_data):  # noqa:
         (["--power", "--delta", "5", "--correlation", "5"], "--correlation 5"),
     ],
 )
-def test_out_of_range_report_arguments_are_refused(done_run, capsys, args, needle):  # noqa: F811
+def test_out_of_range_report_arguments_are_refused(done_run, capsys, args, needle):
     from eqa_runner.report.cli import main
 
     tally.add("bad inputs tried")

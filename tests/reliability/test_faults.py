@@ -39,6 +39,7 @@ def _requests_explained(records: list[dict]) -> int:
     )
 
 
+@pytest.mark.slow
 def test_twenty_percent_fault_mix_every_episode_ends_with_retries_recorded(
     tmp_path, compose_cfg, llm_server
 ):
@@ -118,6 +119,7 @@ def test_each_fault_kind_is_retried_once_then_succeeds(tmp_path, compose_cfg, ll
     assert elapsed < 4.0
 
 
+@pytest.mark.slow
 def test_call_timeout_is_bounded_and_exhausted_retries_become_an_error_record(
     tmp_path, compose_cfg, llm_server
 ):
@@ -149,6 +151,7 @@ def test_call_timeout_is_bounded_and_exhausted_retries_become_an_error_record(
     assert elapsed < 10
 
 
+@pytest.mark.slow
 def test_episode_timeout_cuts_a_slow_episode_and_the_run_goes_on(tmp_path, compose_cfg, llm_server):
     data = make_openeqa_dataset(tmp_path / "d", n_questions=4, n_episodes=1, frames=2)
     llm_server.configure(

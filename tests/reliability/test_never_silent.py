@@ -19,6 +19,7 @@ from tests.reliability import tally
 from tests.reliability.conftest import run_cli
 
 
+@pytest.mark.slow
 def test_unparsable_waypoints_are_counted_in_records_summary_and_console(
     compose_cfg, llm_server, express_demo, tmp_path, capsys
 ):
@@ -120,6 +121,7 @@ def _hmeqa_copy(tmp_path: Path, hmeqa_data: Path) -> Path:
     return data
 
 
+@pytest.mark.slow
 def test_hmeqa_pose_rows_twice_are_kept_once_when_equal_and_refused_when_not(tmp_path, hmeqa_data):
     from eqa_runner.benchmarks.hmeqa.task import HMEQATask
 

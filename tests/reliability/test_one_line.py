@@ -148,6 +148,7 @@ def test_report_output_where_it_cannot_write_is_one_line(done_run, tmp_path, fla
     assert line.startswith(f"error: {blocker}") and "check the path" in line
 
 
+@pytest.mark.slow
 def test_a_waypoint_no_scene_holds_is_unparsable_and_the_run_goes_on(
     compose_cfg, llm_server, express_demo, tmp_path
 ):

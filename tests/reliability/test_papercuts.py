@@ -104,6 +104,7 @@ def test_doctor_reports_every_benchmarks_data(tmp_path, monkeypatch, capsys):
     assert lines["hmeqa"].endswith("($HMEQA_DATA_DIR) MISSING")
 
 
+@pytest.mark.slow
 def test_the_html_report_shows_the_fbe_top_down_maps(tmp_path, compose_cfg, express_demo):
     from eqa_runner.report.html import write_reports
     from eqa_runner.report.runs import load_runs

@@ -119,7 +119,7 @@ def _property(name: str) -> Callable[..., None]:
     return prop
 
 
-test_mark_parser_is_bounded = _property("llm_match mark")
+test_mark_parser_is_bounded = pytest.mark.slow(_property("llm_match mark"))
 test_eac_parser_is_bounded = _property("eac sigma, delta")
 test_choice_parser_is_bounded = _property("choice letter")
 test_hmeqa_letter_parser_is_bounded = _property("hmeqa letter")

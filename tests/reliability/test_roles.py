@@ -57,6 +57,7 @@ def test_a_vendor_stop_model_is_not_sent_to_the_local_server(
     assert llm_server.stats()["by_model"] == {}, "no call was made under a borrowed endpoint"
 
 
+@pytest.mark.slow
 def test_the_cost_cap_prices_the_stop_model(tmp_path, compose_cfg, llm_server, express_demo):
     tally.add("bad inputs tried")
     priced = ["llm.input_usd_per_mtok=1", "llm.output_usd_per_mtok=1", "run.max_cost_usd=5",

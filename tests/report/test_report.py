@@ -58,6 +58,7 @@ def _sweep(env, root: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_compare_2x2_sweep_shows_only_swept_keys(env, tmp_path, capsys):
     sweep = _sweep(env, tmp_path / "sweep")
     runs = load_runs([sweep])
@@ -76,6 +77,7 @@ def test_compare_2x2_sweep_shows_only_swept_keys(env, tmp_path, capsys):
     assert csv.is_file() and "llm_match" in csv.read_text().splitlines()[0]
 
 
+@pytest.mark.slow
 def test_run_table_and_shard_merge(env, tmp_path, capsys):
     full = env(tmp_path / "full", "policy=single")
     shards = tmp_path / "shards"

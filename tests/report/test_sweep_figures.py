@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from eqa_runner.report.runs import Run
 from eqa_runner.report.sweep_figures import sweep_svgs
 
@@ -34,6 +36,7 @@ def test_one_figure_per_swept_key_with_points_and_intervals() -> None:
     assert cy[0] > cy[1] > cy[2]  # higher metric, higher on the page
 
 
+@pytest.mark.slow
 def test_compare_html_shows_sweep_figures_next_to_the_forest(tmp_path, compose_cfg, openeqa_data):
     from eqa_runner.report.html import render
     from eqa_runner.report.runs import load_runs

@@ -81,6 +81,7 @@ def test_matches_previous_renderer(rooms, scene):
 
 
 @pytest.mark.parametrize("scene", ["rooms", "gradient", "apartment"])
+@pytest.mark.slow
 def test_compiled_shading_is_identical_to_numpy_path(rooms, scene):
     if scene == "rooms":
         sim = rooms
@@ -131,6 +132,7 @@ def test_sensor_forward_offset_moves_the_camera_and_its_depth(rooms):
 
 
 @pytest.mark.parametrize("cull", [False, True])
+@pytest.mark.slow
 def test_rasteriser_gives_the_ray_cast_hits(cull):
     """The z-buffer rasteriser against open3d's ray cast through the same pixel centres, on
     a procedural apartment from random poses: same z-depth, triangle and barycentrics. With
@@ -204,6 +206,7 @@ def _render_sum() -> float:
     return float(sim.render(sim.camera_pose())[1].sum())
 
 
+@pytest.mark.slow
 def test_a_forked_child_renders_after_its_parent(rooms):
     """The rasteriser's band threads live in a pool: a child forked after the parent rendered
     starts its own pool instead of waiting on threads that do not exist there."""

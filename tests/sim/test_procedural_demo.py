@@ -40,6 +40,7 @@ def test_generator_min_triangles():
     assert apt.face_object.shape == (len(apt.triangles),)
 
 
+@pytest.mark.slow
 def test_rooms_connected(tmp_path):
     apt = generate_apartment(1)
     ply, js = apt.write(tmp_path, "Apt")
@@ -58,6 +59,7 @@ def express(tmp_path_factory) -> Path:
     return write_express_demo(tmp_path_factory.mktemp("express"), seed=0)
 
 
+@pytest.mark.slow
 def test_express_demo_schema(express):
     recs = json.loads(express.read_text())
     assert len(recs) == 12
@@ -92,6 +94,7 @@ def test_express_demo_schema(express):
     assert len({r["type"] for r in recs}) >= 4
 
 
+@pytest.mark.slow
 def test_express_demo_poses_and_answers(express):
     recs = json.loads(express.read_text())
     root = express.parent / "scenes"
@@ -126,6 +129,7 @@ def _check_express_answer(r, desc):
         assert any(o["state"] == a and o["room"] in q for o in objs)
 
 
+@pytest.mark.slow
 def test_openeqa_demo(tmp_path):
     path = write_openeqa_demo(tmp_path, seed=0, n_episodes=2, questions=14, max_frames=12)
     recs = json.loads(path.read_text())
@@ -157,6 +161,7 @@ def test_openeqa_demo(tmp_path):
             assert r["answer"].startswith("in the ")
 
 
+@pytest.mark.slow
 def test_writers_deterministic(tmp_path):
     a = write_express_demo(tmp_path / "a", seed=5, n_scenes=1, questions_per_scene=3)
     b = write_express_demo(tmp_path / "b", seed=5, n_scenes=1, questions_per_scene=3)

@@ -66,6 +66,7 @@ def test_snap_stays_on_the_agents_island():
     assert sim.snap_point([4.5, 0.0, 2.0])[0] > 4.6
 
 
+@pytest.mark.slow
 def test_stairs_connect_the_storeys():
     from eqa_runner.demo.house import STOREY_H, generate_house
 
@@ -121,6 +122,7 @@ def test_bad_scenes_raise_one_scene_error_naming_the_cause():
         sim.check_start([5.0, 0.0, 2.0])
 
 
+@pytest.mark.slow
 def test_batched_string_pull_equals_the_one_segment_at_a_time_greedy():
     """``lines_of_sight`` / ``_string_pull`` (batched, issue 27) give the very points of the
     greedy that tests one segment per call, on stairs, corners and out-of-grid segments."""
@@ -181,6 +183,7 @@ def _snap_every_node(nav, p, island=None):
     return k, np.array([q[k, 0], nav.y[k], q[k, 1]])
 
 
+@pytest.mark.slow
 def test_windowed_snap_equals_the_snap_over_every_node():
     """The snap reads only the grid columns its box can reach (issue 27): the same node and
     point as over every node, inside and outside the grid, on and off the agent's island."""

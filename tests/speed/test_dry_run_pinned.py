@@ -12,6 +12,8 @@ import pytest
 
 from tests.speed.pinned_cases import CASES
 
+pytestmark = pytest.mark.slow  # the module's data: every benchmark's demo, written once
+
 GOLDEN = Path(__file__).with_name("dry_run_estimates.json")
 
 

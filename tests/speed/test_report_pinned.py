@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from eqa_runner.benchmarks.express.eac import EACJudge
 from eqa_runner.records import complete_record
@@ -57,6 +58,7 @@ def _tables(html: str) -> list[str]:
     return re.findall(r"<table.*?</table>", html, flags=re.S)
 
 
+@pytest.mark.slow
 def test_report_output_is_pinned(tmp_path, capsys):
     sweep = write_sweep(tmp_path)
     out_html = tmp_path / "r.html"

@@ -27,6 +27,7 @@ def _records(compose_cfg, demo, tmp_path, policy: str, *extra: str) -> list[dict
 
 
 @pytest.mark.parametrize("policy", ["fbe", "vlm_explore"])
+@pytest.mark.slow
 def test_profile_reports_the_parts_of_every_step(compose_cfg, express_demo, tmp_path, policy):
     recs = _records(compose_cfg, express_demo, tmp_path, policy, "run.profile=true")
     steps = [s for r in recs for s in r["trace"]["steps"]]
@@ -59,6 +60,7 @@ def test_profile_reports_the_parts_of_every_step(compose_cfg, express_demo, tmp_
     assert all("profile" in r["trace"] for r in recs)  # the answer step's parts
 
 
+@pytest.mark.slow
 def test_default_records_carry_no_profile(compose_cfg, express_demo, tmp_path):
     recs = _records(compose_cfg, express_demo, tmp_path, "fbe")
     assert "profile" not in recs[0]["trace"]

@@ -70,8 +70,9 @@ def _variants(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize(  # OpenEQA (no simulator) in the fast subset, the rest slow
     "bench",
-    [b if b == "openeqa_em" else pytest.param(b, marks=pytest.mark.slow) for b in sorted(CASES)],
+    sorted(CASES),
 )
+@pytest.mark.slow  # a run per benchmark (openeqa_em alone takes several seconds)
 def test_summary_from_slim_records_equals_the_one_from_full_records(
     bench: str, tmp_path: Path, compose_cfg: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

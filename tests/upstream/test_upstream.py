@@ -108,6 +108,7 @@ def _upstream_express_score(results: list[dict]) -> tuple[float, float, float, f
             float(np.mean(cc * np.asarray(w))), float(np.mean(dt)))  # fmt: skip
 
 
+@pytest.mark.slow
 def test_express_export_is_what_its_scorer_reads_and_roundtrips(
     tmp_path, compose_cfg, express_demo
 ) -> None:
@@ -179,6 +180,7 @@ HM_RULES = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_hmeqa_export_is_explore_eqa_results_and_roundtrips(
     tmp_path, compose_cfg, hmeqa_demo, llm_server
 ) -> None:
@@ -233,6 +235,7 @@ def test_hmeqa_hand_written_results_imported_and_scored(tmp_path, hmeqa_demo) ->
 # ----------------------------------------------------------------------------- A-EQA
 
 
+@pytest.mark.slow
 def test_aeqa_export_for_3d_mem_eval_and_roundtrip(tmp_path, compose_cfg, aeqa_demo) -> None:
     cfg = ["task=aeqa", "policy=re", f"task.data_dir={aeqa_demo}", "policy.max_steps=3",
            "sim.width=32", "sim.height=32", "run.limit=4", *OFFLINE]  # fmt: skip

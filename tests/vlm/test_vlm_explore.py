@@ -122,6 +122,7 @@ def _planners(seed: int = 3):
     return sim, state, out
 
 
+@pytest.mark.slow
 def test_semantic_map_is_a_running_mean_within_the_radius():
     _, _, (_, pl) = _planners()
     a = np.array([[3.0, -3.0]])
@@ -137,6 +138,7 @@ def test_semantic_map_is_a_running_mean_within_the_radius():
     assert pl.sem_value[edge] == pytest.approx(2.0) and pl.sem_count[edge] == 1
 
 
+@pytest.mark.slow
 def test_semantic_weighting_multiplies_frontier_weights_and_is_off_for_fbe():
     """Same map, same values: with semantic=false (fbe) the plan is unchanged; with it on,
     frontiers near the valued point gain exp(val/0.5) * exp(val_dir/0.5), far ones nothing,
@@ -166,6 +168,7 @@ def test_semantic_weighting_multiplies_frontier_weights_and_is_off_for_fbe():
         assert gain[k] >= val[f[0], f[1]] / 0.5 - 1e-9
 
 
+@pytest.mark.slow
 def test_prompt_points_are_reachable_floor_in_view():
     sim, state, (_, pl) = _planners()
     obs = _observe(sim, state)
@@ -251,6 +254,7 @@ def test_vlm_explore_weights_the_planner_semantically_and_fbe_does_not():
     assert pc.FrontierProposerConfig().planner.semantic is False  # fbe unchanged
 
 
+@pytest.mark.slow
 def test_dry_run_counts_the_extra_calls(compose_cfg, express_demo, tmp_path):
     ep = Episode("e", "Where is the TV?", "", "", [], "s", {})
     common = ["task=express", f"task.data_dir={express_demo}", "policy.max_steps=7"]
@@ -301,6 +305,7 @@ def _image_digests(req) -> list[str]:
             if p.get("type") == "image_url"]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_vlm_explore_over_the_test_server(compose_cfg, llm_server, express_demo, tmp_path):
     llm_server.configure(rules=RULES, log_size=1000)
     out = run(compose_cfg(_overrides(express_demo, llm_server), out=tmp_path / "r1"))

@@ -130,6 +130,7 @@ def _run(compose_cfg, out, demo, srv, *extra):
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_vlm_waypoint_run_parsed_waypoints_and_designed_stop(
     compose_cfg, llm_server, express_demo, tmp_path
 ):

@@ -21,6 +21,7 @@ def _raw(demo: Path) -> dict:
         return json.load(fh)
 
 
+@pytest.mark.slow
 def test_demo_file_has_habitat_labs_shape(mp3d_demo):
     data = _raw(mp3d_demo)
     assert set(data) == {"episodes", "question_vocab", "answer_vocab"}
@@ -44,6 +45,7 @@ def test_demo_file_has_habitat_labs_shape(mp3d_demo):
         assert x == z == 0 and math.isclose(x * x + y * y + z * z + w * w, 1, abs_tol=1e-5)
 
 
+@pytest.mark.slow
 def test_demo_is_deterministic(mp3d_demo, tmp_path):
     again = write_mp3d_eqa_demo(tmp_path)
     assert again.read_bytes() == episodes_file(mp3d_demo, "val").read_bytes()

@@ -81,6 +81,7 @@ def test_a_policy_without_a_trajectory_is_refused_naming_it(compose, mp3d_demo, 
 
 
 @pytest.mark.parametrize("policy", ["re", "fbe"])
+@pytest.mark.slow
 def test_demo_runs_end_to_end_offline(compose, mp3d_demo, tmp_path, policy):
     out = tmp_path / policy
     cfg = compose(["task=mp3d_eqa", f"policy={policy}", f"task.data_dir={mp3d_demo}",
