@@ -244,3 +244,12 @@ def test_a_metric_name_in_shared_code_is_found(tmp_path: Path):
     (tmp_path / "eqa_runner" / "report" / "a.py").write_text('k = "d_T"\nunexplored_T = 1\n')
     (tmp_path / "eqa_runner" / "benchmarks" / "x" / "j.py").write_text('k = "d_T"\n')
     assert _named_keys(tmp_path, ["d_T"]) == ['eqa_runner/report/a.py:1: k = "d_T"']
+
+
+def test_each_judges_summary_holds_what_it_declares():
+    """A judge's aggregate headline names only declared headline metrics, in declared order
+    (HM-EQA's two upstream rules only when the records carry them)."""
+    for cls in _judge_classes():
+        declared = [m.name for m in cls.declaration().headline()]
+        got = list(cls(model="offline").aggregate([])["headline"])
+        assert got and got == [n for n in declared if n in got], cls

@@ -95,7 +95,7 @@ def sweep_svg(points: list[SweepPoint], *, key: str, metric: str) -> Markup:
     out.append(f'<text x="{left + pw / 2}" y="{h - 8}" text-anchor="middle" fill="#333">'
                f"{escape(key)}</text>")  # fmt: skip
     if numeric:
-        out += _lines(points, key, sx, sy)
+        out += _lines(points, sx, sy)
     out += _points(points, sx, sy)
     out.append("</svg>")
     return Markup("\n".join(out))
@@ -131,22 +131,21 @@ def _x_axis(points: list[SweepPoint], slots: list[str], numeric: bool, sx: Any, 
     return out
 
 
-def series(points: list[SweepPoint], key: str) -> dict[str, list[tuple[int, SweepPoint]]]:
-    """Points grouped by their runs' other swept values (the label without ``key=<value>``),
-    each with its slot index among the points sharing its value, in key order."""
-    out: dict[str, list[tuple[int, SweepPoint]]] = {}
+def series(points: list[SweepPoint]) -> list[list[tuple[int, SweepPoint]]]:
+    """The points as lines: the k-th run at each value of the key is on line k (its colour),
+    so a key swept alone (or with keys that follow it, ``sim.seed`` with ``run.seed``) is one
+    line, and a second swept key's values are one line each; in key order."""
+    out: dict[int, list[tuple[int, SweepPoint]]] = {}
     for x in dict.fromkeys(p.x for p in points):
-        group = [p for p in points if p.x == x]
-        for k, p in enumerate(group):
-            rest = ", ".join(t for t in p.label.split(", ") if t != f"{key}={p.x}")
-            out.setdefault(rest, []).append((k, p))
-    return {s: sorted(ps, key=lambda kp: float(kp[1].x)) for s, ps in out.items()}
+        for k, p in enumerate(q for q in points if q.x == x):
+            out.setdefault(k, []).append((k, p))
+    return [sorted(ps, key=lambda kp: float(kp[1].x)) for _, ps in sorted(out.items())]
 
 
-def _lines(points: list[SweepPoint], key: str, sx: Any, sy: Any) -> list[str]:
+def _lines(points: list[SweepPoint], sx: Any, sy: Any) -> list[str]:
     """A numeric key: each series' means joined by a line over a band of its intervals."""
     out = []
-    for i, ps in enumerate(series(points, key).values()):
+    for i, ps in enumerate(series(points)):
         if len(ps) < 2:
             continue
         color = PALETTE[i % len(PALETTE)]
@@ -180,11 +179,16 @@ def _points(points: list[SweepPoint], sx: Any, sy: Any) -> list[str]:
 
 
 def sweep_svgs(runs: list[Run], keys: list[str], metrics: list[str]) -> list[Markup]:
-    """One figure per swept key and headline metric (keys with a single value are skipped)."""
+    """One figure per swept key and headline metric (keys with a single value are skipped, and
+    so is a key that follows an earlier one: ``sim.seed`` set from ``run.seed``)."""
     out = []
+    seen: set[tuple[int, ...]] = set()
     for key in keys:
-        if len({key_value(r, key) for r in runs}) < 2:
+        values = [key_value(r, key) for r in runs]
+        partition = tuple(values.index(v) for v in values)  # which runs share a value
+        if len(set(values)) < 2 or partition in seen:
             continue
+        seen.add(partition)
         for m in metrics:
             pts = sweep_points(runs, key, m)
             if len(pts) >= 2:

@@ -77,3 +77,27 @@ def test_numeric_sweep_is_a_line_and_a_categorical_one_is_not():
     assert '<polygon class="band"' in svg
     cats = [SweepPoint(x, 50.0, 45.0, 55.0, f"policy={x}") for x in ("fbe", "re")]
     assert "<polyline" not in str(sweep_svg(cats, key="policy", metric="C"))
+
+
+def test_a_key_swept_with_one_that_follows_it_is_still_one_line():
+    # a real Hydra sweep of run.seed also moves sim.seed: labels differ in both keys
+    pts = [SweepPoint(str(x), 50.0 + x, 45.0, 55.0 + x, f"run.seed={x}, sim.seed={x}")
+           for x in (0, 1, 2)]  # fmt: skip
+    svg = str(sweep_svg(pts, key="run.seed", metric="C"))
+    assert svg.count('<polyline class="line"') == 1
+    # two policies at each seed: a line per policy
+    two = [SweepPoint(str(x), 50.0, 45.0, 55.0, f"policy={p}, run.seed={x}")
+           for x in (0, 1, 2) for p in ("fbe", "re")]  # fmt: skip
+    assert str(sweep_svg(two, key="run.seed", metric="C")).count('<polyline class="line"') == 2
+
+
+def test_a_key_that_follows_another_gets_no_figures_of_its_own():
+    from eqa_runner.report.sweep_figures import sweep_svgs
+
+    runs = [
+        Run(Path(str(k)), {"headline": {"C": _iv(50.0 + k)}},
+            {"run": {"seed": k}, "sim": {"seed": 10 + k}}, label=str(k))
+        for k in range(3)
+    ]  # fmt: skip
+    svgs = sweep_svgs(runs, ["run.seed", "sim.seed"], ["C"])
+    assert [re.search(r"<title>(.*?)</title>", str(s)).group(1) for s in svgs] == ["C vs run.seed"]

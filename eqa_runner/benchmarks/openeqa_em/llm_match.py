@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from eqa_runner import capabilities as cap
 from eqa_runner.benchmarks.openeqa_em.config import LLMMatchJudgeConfig as Schema
@@ -87,7 +87,7 @@ class LLMMatchJudge(Judge):
     )
 
     headline = "llm_match"
-    metric_list = (
+    metric_list: ClassVar[tuple[Metric, ...]] = (
         Metric("llm_match", per_category=True),
         Metric("score_1to5", scale=MARK, headline=False, row=True, levels=(1, 2, 3, 4, 5),
                label="mark 1–5"),

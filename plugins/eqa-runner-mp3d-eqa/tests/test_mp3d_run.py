@@ -26,6 +26,7 @@ PUBLIC_API = {
     "eqa_runner.policies.context", "eqa_runner.policies.protocol",
     "eqa_runner.policies.exploration", "eqa_runner.policies.frame_memory",
     "eqa_runner.scoring.base", "eqa_runner.scoring.config", "eqa_runner.scoring.aggregate",
+    "eqa_runner.scoring.declare",
     "eqa_runner.sim.base", "eqa_runner.sim.geometry", "eqa_runner.sim.mesh", "eqa_runner.llm",
     "eqa_runner.prompts", "eqa_runner.data.checks", "eqa_runner.demo.apartment",
     "eqa_runner.images",
