@@ -186,3 +186,23 @@ def test_a_refused_import_leaves_the_dir_as_it_was(tmp_path, compose_cfg, openeq
                         "run.progress=false"])  # fmt: skip
     assert code == 2 and capsys.readouterr().err.startswith("error: ")
     assert _tree(done) == before and not (done / "imported").exists()
+
+
+@pytest.mark.parametrize("link", ["export", "export/openeqa", "export/openeqa/predictions.json"])
+def test_an_export_through_a_link_is_refused_and_the_target_is_untouched(
+    tmp_path, outside, compose_cfg, openeqa_data, capsys, link
+):
+    from eqa_runner.run.loop import run
+
+    done = tmp_path / "r"
+    run(compose_cfg([f"task.data_dir={openeqa_data}", "run.limit=2", "llm=offline",
+                     "judge.model=offline", "run.progress=false"], out=done))  # fmt: skip
+    target = outside["text"] if link.endswith(".json") else outside["text"].parent
+    (done / link).parent.mkdir(parents=True, exist_ok=True)
+    (done / link).symlink_to(target)
+    before = _tree(outside["text"].parent)
+    tally.add("bad inputs tried")
+    assert report_main([str(done), "--export", "openeqa"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "symbolic link" in err
+    assert _tree(outside["text"].parent) == before
