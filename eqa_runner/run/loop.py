@@ -20,7 +20,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, cast
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from eqa_runner.errors import ConfigSecretError, DataError, RunDirError, UserError, os_error_line
 from eqa_runner.llm import LLMClient
@@ -189,7 +189,10 @@ def run_inputs(
     the judge's inputs (a blind run's records)."""
     blind = cfg.judge.get("blind_run_dir")
     judge_files = [Path(str(blind)) / EPISODES_FILE] if blind else []
-    return input_hashes(parts.task.describe(), prompts, judge_files)
+    files = {
+        k: OmegaConf.to_container(cfg[k], resolve=True) for k in ("policy", "judge") if k in cfg
+    }
+    return input_hashes(parts.task.describe(), prompts, judge_files, config=files)
 
 
 def _dir_key(cfg: DictConfig) -> str:
