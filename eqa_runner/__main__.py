@@ -18,7 +18,20 @@ from omegaconf import DictConfig
 
 from eqa_runner.run.configstore import register_configs
 
-register_configs()
+
+def _register_or_exit() -> None:
+    """Register the schemas of every benchmark and plugin; a broken or shadowing plugin is one
+    ``error:`` line for every command, ``--help`` included (it was a traceback)."""
+    from eqa_runner.errors import UserError
+
+    try:
+        register_configs()
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        sys.exit(e.exit_code)
+
+
+_register_or_exit()
 log = logging.getLogger("eqa_runner")
 
 

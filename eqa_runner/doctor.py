@@ -157,6 +157,37 @@ def check_habitat(gpu_device_id: int) -> tuple[bool, list[str]]:
     return ok, lines
 
 
+def check_plugins() -> tuple[list[str], bool]:
+    """One line per installed plugin entry point (name, package, OK or why not), and the
+    shadowing check every command runs at start."""
+    from eqa_runner import registry
+    from eqa_runner.errors import UserError
+
+    lines: list[str] = []
+    ok = True
+    for group in (registry.ENTRY_POINT_GROUP, registry.PLUGIN_ENTRY_POINT_GROUP):
+        for ep in registry.installed_entry_points(group):
+            dist = getattr(getattr(ep, "dist", None), "name", None) or "?"
+            try:
+                ep.load()
+                status = "OK"
+            except Exception as e:  # noqa: BLE001 - any import error of a third-party package
+                status, ok = f"BROKEN: {type(e).__name__}: {e}", False
+            lines.append(f"{ep.name} = {ep.value} ({group}, from {dist}): {status}")
+    if ok:
+        conflicts: list[str] = []
+        try:
+            from eqa_runner.run.configstore import schemas
+
+            schemas()
+            conflicts = registry.plugin_conflicts() if registry.plugins() else []
+        except UserError as e:
+            conflicts = [str(e)]
+        lines += conflicts
+        ok = not conflicts
+    return lines or ["none installed"], ok
+
+
 def data_dirs(root: Path) -> list[str]:
     out = []
     for name, (env, default) in data_dir_defaults().items():
@@ -196,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"API keys set: {', '.join(keys) if keys else 'none'}")
     for line in data_dirs(args.root):
         print(f"data: {line}")
+    plugin_lines, plugins_ok = check_plugins()
+    for line in plugin_lines:
+        print(f"plugins: {line}")
     jit_ok, jit_msg = check_jit()
     print(f"jit: {jit_msg}")
     if args.sim == "mesh":
@@ -205,7 +239,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         ok = bool(hab_ok)
     print(f"selected sim={args.sim}: {'OK' if ok else 'CANNOT RUN'}")
-    return 0 if ok else 1
+    if not plugins_ok:
+        print("plugins: BROKEN (every command refuses to start until it is fixed)")
+    return 0 if ok and plugins_ok else 1
 
 
 if __name__ == "__main__":

@@ -155,6 +155,11 @@ def _load_entry_points(group: str, kind: type[Any]) -> list[Any]:
     return out
 
 
+def installed_entry_points(group: str) -> list[Any]:
+    """The installed entry points of ``group`` (for ``doctor``'s listing), by name."""
+    return _entry_points(group)
+
+
 def _entry_points(group: str = ENTRY_POINT_GROUP) -> list[Any]:
     from importlib.metadata import entry_points
 
@@ -205,15 +210,39 @@ def config_dirs() -> list[tuple[str, str]]:
 def config_paths() -> list[Path]:
     """The config dirs of :func:`config_dirs` on the file system (``pkg://a.b`` is the
     directory of package ``a.b``; ``file://`` is stripped), for listings such as ``--help``."""
+    return [path for _, path in named_config_paths()]
+
+
+def named_config_paths() -> list[tuple[str, Path]]:
+    """(owner name, directory) of :func:`config_dirs` on the file system."""
     out = []
-    for _, d in config_dirs():
+    for name, d in config_dirs():
         if d.startswith("pkg://"):
             mod = d[len("pkg://") :].replace("/", ".").strip(".")
             spec = importlib.util.find_spec(mod)
             locations = list(spec.submodule_search_locations or []) if spec else []
-            out += [Path(p) for p in locations[:1]]
+            out += [(name, Path(p)) for p in locations[:1]]
         else:
-            out.append(Path(d.removeprefix("file://")))
+            out.append((name, Path(d.removeprefix("file://"))))
+    return out
+
+
+def plugin_conflicts() -> list[str]:
+    """One line per option file of a plugin that eqa_runner, a benchmark or an earlier plugin
+    already has (``policy/fbe.yaml``): Hydra would use one of the two silently."""
+    plugin_names = {p.name for p in plugins()}
+    owner: dict[str, str] = {}
+    sources = [("eqa_runner", Path(__file__).resolve().parent / "conf"), *named_config_paths()]
+    out = []
+    for name, root in sources:
+        for f in sorted(root.glob("*/**/*.yaml")):
+            rel = f.relative_to(root).as_posix()
+            if rel in owner and name in plugin_names and owner[rel] != name:
+                out.append(
+                    f"plugin {name}: its option file {rel} ({f}) shadows {owner[rel]}'s; rename "
+                    f"it in the plugin (a plugin adds options, it never replaces one)"
+                )
+            owner.setdefault(rel, name)
     return out
 
 

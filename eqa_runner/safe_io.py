@@ -64,6 +64,26 @@ def write_atomic(path: Path | str, data: str | bytes, *, redacted: bool = True) 
     return path
 
 
+def refuse_links(d: Path | str, *, within: Path | str | None = None) -> None:
+    """Refuse (:class:`UnsafeWriteError`) to write into ``d`` when an entry of it is a link, or
+    ``d`` or a dir between ``within`` and ``d`` is one (a writer would follow it)."""
+    d = Path(d)
+    chain = [d]
+    if within is not None:
+        chain += [p for p in d.parents if p.is_relative_to(within) and p != Path(within)]
+    for p in chain:
+        if p.is_symlink():
+            raise UnsafeWriteError(f"{p}: is a symbolic link; refusing to write through it: "
+                                   "remove the link or write elsewhere")  # fmt: skip
+    if d.is_dir() and not d.is_symlink():
+        for entry in d.iterdir():
+            if entry.is_symlink():
+                raise UnsafeWriteError(
+                    f"{entry}: is a symbolic link (to {os.readlink(entry)}); refusing to write "
+                    "through it: remove the link or write elsewhere"
+                )
+
+
 @contextmanager
 def as_it_was_on_refusal(d: Path | str) -> Iterator[None]:
     """Leave ``d`` byte for byte as it was when the block raises a :class:`UserError` (a

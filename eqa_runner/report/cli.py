@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
 def _upstream(args: argparse.Namespace) -> int:
     """``--export`` / ``--import`` (docs/reports.md "Upstream formats")."""
     from eqa_runner.report.upstream_formats import IMPORT_DIR, export_run, import_results
-    from eqa_runner.safe_io import as_it_was_on_refusal
+    from eqa_runner.safe_io import as_it_was_on_refusal, refuse_links
 
     if args.import_file is not None:
         if not args.format:
@@ -167,7 +167,12 @@ def _upstream(args: argparse.Namespace) -> int:
         return 0
     if len(args.dirs) != 1:
         raise ReportError("--export takes one run directory")
-    written = export_run(Path(args.dirs[0]), args.export, args.out)
+    run_dir = Path(args.dirs[0])
+    if args.out:  # the formats write with open(): no file of theirs may be a link
+        refuse_links(args.out)
+    else:
+        refuse_links(run_dir / "export" / args.export, within=run_dir)
+    written = export_run(run_dir, args.export, args.out)
     for p in written:
         print(f"wrote: {p}")
     meta = json.loads(written[-1].read_text(encoding="utf-8"))

@@ -13,7 +13,7 @@ from hydra.core.config_store import ConfigStore
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from eqa_runner.errors import UserError
+from eqa_runner.errors import ConfigError, UserError
 from eqa_runner.llm.config import LLMConfig
 from eqa_runner.policies.config import SCHEMAS as POLICY_SCHEMAS
 from eqa_runner.registry import Benchmark, Plugin, benchmarks, plugins
@@ -34,9 +34,17 @@ SCHEMAS: dict[str, Mapping[str, type]] = {
 def schemas() -> dict[str, dict[str, type]]:
     """Every group's schema nodes: the shared ones, every benchmark's and every plugin's."""
     out = {group: dict(nodes) for group, nodes in SCHEMAS.items()}
+    owner = {(g, n): "eqa_runner" for g, nodes in SCHEMAS.items() for n in nodes}
     parts: list[Benchmark | Plugin] = [*benchmarks(), *plugins()]
     for ext in parts:
         for group, nodes in ext.schemas.items():
+            for name, node in nodes.items():
+                first = owner.setdefault((group, name), ext.name)
+                if isinstance(ext, Plugin) and first != ext.name and out[group][name] is not node:
+                    raise ConfigError(
+                        f"plugin {ext.name}: its schema node {group}/{name} shadows {first}'s; "
+                        "rename it in the plugin (a plugin adds schemas, it never replaces one)"
+                    )
             out.setdefault(group, {}).update(nodes)
     return out
 
@@ -57,6 +65,11 @@ def register_configs() -> None:
         OmegaConf.register_new_resolver("eqa_slug", slug)
     cs = ConfigStore.instance()
     every = schemas()
+    from eqa_runner.registry import plugin_conflicts
+
+    conflicts = plugin_conflicts() if plugins() else []
+    if conflicts:
+        raise ConfigError(conflicts[0])
     if all(_stored(cs, group, name) for group, nodes in every.items() for name in nodes):
         return
     for group, nodes in every.items():

@@ -148,21 +148,56 @@ def read_provenance(run_dir: Path) -> dict[str, Any] | None:
 
 
 def input_hashes(
-    data: Mapping[str, Any], prompts: Mapping[str, Mapping[str, Any]], judge_files: Any = ()
+    data: Mapping[str, Any],
+    prompts: Mapping[str, Mapping[str, Any]],
+    judge_files: Any = (),
+    config: Mapping[str, Any] | None = None,
 ) -> dict[str, dict[str, str]]:
     """The content hashes behind the records: ``data`` (a task's ``describe()``: every
-    ``*_sha256`` entry), ``prompts`` (name → record with ``sha256``) and ``judge_files``
-    (files the judge reads, hashed here; missing files are left out)."""
+    ``*_sha256`` entry), ``prompts`` (name → record with ``sha256``), ``judge_files``
+    (files the judge reads, hashed here; missing files are left out) and, with ``config``, the
+    files its ``policy.*_file`` / ``judge.*_file`` keys name (an imported predictions file)."""
     judge: dict[str, str] = {}
     for f in judge_files:
         p = Path(f)
         if p.is_file():
-            judge[p.name] = hashlib.sha256(p.read_bytes()).hexdigest()
-    return {
+            judge[p.name] = file_sha256(p)
+    out = {
         "data": {k: str(v) for k, v in sorted(data.items()) if k.endswith("_sha256") and v},
         "prompts": {n: str(p["sha256"]) for n, p in sorted(prompts.items())},
         "judge": judge,
     }
+    if config is not None:
+        out["files"] = config_file_hashes(config)
+    return out
+
+
+def config_file_hashes(config: Mapping[str, Any]) -> dict[str, str]:
+    """``{key: sha256}`` of every file a ``policy.*_file`` / ``judge.*_file`` key names (the
+    task's files are in its ``describe()``)."""
+    out = {}
+    for key, value in sorted(flatten(dict(config)).items()):
+        if key.split(".", 1)[0] in ("policy", "judge") and key.endswith("_file") and value:
+            p = Path(str(value))
+            if p.is_file():
+                out[key] = file_sha256(p)
+    return out
+
+
+_HASHES: dict[tuple[str, int, int], str] = {}
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file's content, computed once per (path, size, mtime) in this process."""
+    st = Path(path).stat()
+    key = (str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _HASHES:
+        h = hashlib.sha256()
+        with Path(path).open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        _HASHES[key] = h.hexdigest()
+    return _HASHES[key]
 
 
 def run_fingerprint(config: Mapping[str, Any], inputs: Mapping[str, Any] | None) -> str:
@@ -187,6 +222,8 @@ def differences(
     old_inputs = old.get("inputs")
     if isinstance(old_inputs, Mapping) and inputs is not None:
         for section in sorted(set(old_inputs) | set(inputs)):
+            if section not in old_inputs and section == "files":
+                continue  # recorded since issue 33: a run dir from before has no such section
             a, b = old_inputs.get(section) or {}, inputs.get(section) or {}
             for name in differing_keys(a, b):
                 what = "content hash" if name in a and name in b else "file"

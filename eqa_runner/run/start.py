@@ -183,7 +183,10 @@ def _prompt_files(plan: RunPlan) -> None:
     plan.prompts = {**parts.policy.prompts(plan.prompts_dir),
                     **parts.judge.prompts(plan.prompts_dir)}  # fmt: skip
     judge_files = parts.judge.declaration().input_files(plan.cfg.judge)
-    plan.inputs = input_hashes(plan.task_info, plan.prompts, judge_files)
+    files = {  # the files the policy and the judge name (policy.*_file, judge.*_file)
+        k: OmegaConf.to_container(plan.cfg[k], resolve=True) for k in ("policy", "judge")
+    }
+    plan.inputs = input_hashes(plan.task_info, plan.prompts, judge_files, config=files)
 
 
 def _same_config(plan: RunPlan) -> None:

@@ -9,6 +9,8 @@ TALLY: dict[str, int] = {
     "episodes lost": 0,
     "keys leaked": 0,
     "runs mislabelled": 0,
+    "paths confined": 0,
+    "links refused": 0,
     "parser inputs timed": 0,
     "parser inputs over bound": 0,
 }

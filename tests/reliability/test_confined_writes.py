@@ -60,6 +60,7 @@ def test_confine_keeps_inside_paths_and_refuses_every_way_out(tmp_path, outside)
         tally.add("bad inputs tried")
         assert safe_io.confine(p, run) is None, p
     assert sum(safe_io.refused_paths().values()) - before == len(hostile)
+    tally.add("paths confined", len(hostile))
 
 
 def _hostile_run(tmp_path: Path, outside: dict[str, Path]) -> Path:
@@ -93,6 +94,7 @@ def test_html_report_embeds_no_file_from_outside_the_run_dir(tmp_path, outside, 
     assert "data:image/jpeg" not in html  # no thumbnail of the outside image either
     err = capsys.readouterr().err
     assert "[eqa_runner] 7 path(s) named in the records lead outside their run dir" in err
+    tally.add("paths confined", 7)
     assert len(err.splitlines()) == 1  # one line, however many paths
 
 
@@ -107,6 +109,7 @@ def test_rejudge_reads_judge_images_only_inside_the_run_dir(tmp_path, outside):
                                      "../elsewhere/private.png", "artifacts/link.png"]}  # fmt: skip
     pred = prediction_from_record(rec, run)
     assert pred.images_for_judge == [b"inside"]  # nothing from outside is uploaded
+    tally.add("paths confined", 4)
 
 
 # ----------------------------------------------------------------------------- the writer
@@ -119,6 +122,7 @@ def test_the_writer_never_writes_through_a_link(tmp_path, outside):
         tally.add("bad inputs tried")
         with pytest.raises(UnsafeWriteError, match="symbolic link"):
             write()
+        tally.add("links refused")
     assert outside["text"].read_bytes() == SENTINEL and link.is_symlink()
 
 
@@ -151,6 +155,7 @@ def test_html_report_through_a_link_is_refused_and_the_target_is_untouched(
     assert report_main([str(run), "--html"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "symbolic link" in err and len(err.splitlines()) == 1
+    tally.add("links refused")
     assert outside["text"].read_bytes() == SENTINEL
 
 
@@ -186,3 +191,24 @@ def test_a_refused_import_leaves_the_dir_as_it_was(tmp_path, compose_cfg, openeq
                         "run.progress=false"])  # fmt: skip
     assert code == 2 and capsys.readouterr().err.startswith("error: ")
     assert _tree(done) == before and not (done / "imported").exists()
+
+
+@pytest.mark.parametrize("link", ["export", "export/openeqa", "export/openeqa/predictions.json"])
+def test_an_export_through_a_link_is_refused_and_the_target_is_untouched(
+    tmp_path, outside, compose_cfg, openeqa_data, capsys, link
+):
+    from eqa_runner.run.loop import run
+
+    done = tmp_path / "r"
+    run(compose_cfg([f"task.data_dir={openeqa_data}", "run.limit=2", "llm=offline",
+                     "judge.model=offline", "run.progress=false"], out=done))  # fmt: skip
+    target = outside["text"] if link.endswith(".json") else outside["text"].parent
+    (done / link).parent.mkdir(parents=True, exist_ok=True)
+    (done / link).symlink_to(target)
+    before = _tree(outside["text"].parent)
+    tally.add("bad inputs tried")
+    assert report_main([str(done), "--export", "openeqa"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "symbolic link" in err
+    assert _tree(outside["text"].parent) == before
+    tally.add("links refused")
