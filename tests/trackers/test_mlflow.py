@@ -228,6 +228,7 @@ def test_a_run_whose_start_fails_is_closed_failed(tmp_path, mlflow_server, monke
 
 def test_sample_rows_and_map_images(tmp_path, mlflow_server) -> None:
     from mlflow import MlflowClient
+    from PIL import Image
 
     from eqa_runner.trackers.base import RunInfo
     from eqa_runner.trackers.mlflow import MlflowTracker
@@ -235,7 +236,7 @@ def test_sample_rows_and_map_images(tmp_path, mlflow_server) -> None:
     url, _ = mlflow_server
     png = tmp_path / "maps" / "ep1.png"
     png.parent.mkdir()
-    png.write_bytes(_PNG)
+    Image.new("RGB", (8, 8), (200, 30, 30)).save(png)
     t = MlflowTracker(tracking_uri=url, experiment_name="e7")
     t.start(RunInfo(tmp_path, "r", {}, {}, {}))
     t.log_table("episodes", [{"episode_id": "ep1", "question": "Where is the sofa?",
@@ -249,14 +250,6 @@ def test_sample_rows_and_map_images(tmp_path, mlflow_server) -> None:
     row = dict(zip(table["columns"], table["data"][0], strict=True))
     assert row["question"] == "Where is the sofa?" and row["judge_reply"] == "5"
     assert row["map"] == "maps/ep1.png"
-
-
-# a 1x1 PNG
-_PNG = bytes.fromhex(
-    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-    "1f15c4890000000d49444154789c63f8cfc0f01f0005000201"
-    "a5b6e1a50000000049454e44ae426082"
-)
 
 
 def test_server_killed_mid_run(tmp_path, compose_cfg, openeqa_data, mlflow_server, llm_server,
