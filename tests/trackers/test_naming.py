@@ -197,3 +197,11 @@ def test_sigterm_during_the_flush_prints_the_runs_line(tmp_path, capsys) -> None
     assert e.value.code == 143 and time.monotonic() - t0 < 10
     err = capsys.readouterr().err
     assert "SIGTERM while the trackers (rec) were flushing" in err and str(tmp_path) in err
+
+
+def test_a_password_in_the_mlflow_uri_names_mlflows_own_variables() -> None:
+    from eqa_runner.llm.secrets import screen_values
+
+    msg = screen_values({"logger": {"mlflow": {"tracking_uri": "http://u:pw12345678@h:5000"}}})
+    assert msg and "MLFLOW_TRACKING_USERNAME" in msg and "MLFLOW_TRACKING_PASSWORD" in msg
+    assert "api_key_env" not in msg and "pw12345678" not in msg
