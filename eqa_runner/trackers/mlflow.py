@@ -78,7 +78,7 @@ class MlflowTracker(Tracker):
         tags = {self.key(k): v[:MAX_TAG] for k, v in info.tags.items()}
         self.run_label = self.run_name or info.name
         if info.group:
-            self.sweep = SweepParent(self, info)
+            self.sweep = SweepParent(client, str(self.experiment_id), info)
             tags["eqa_runner.sweep"] = info.group
             tags["mlflow.parentRunId"] = self.sweep.join(self.run_label)
         run = client.create_run(self.experiment_id, run_name=self.run_label, tags=tags)
