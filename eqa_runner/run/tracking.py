@@ -112,7 +112,9 @@ def run_info(cfg: DictConfig, out_dir: Path, stamp: Mapping[str, Any]) -> RunInf
             for k, v in flatten(redact(dict(stamp))).items() if k != "slurm"}  # fmt: skip
     tags.update({f"slurm.{k}": v for k, v in naming.slurm_ids(os.environ).items()})
     group, group_dir, swept, job_name = _sweep()
-    name = job_name or out_dir.name
+    name = redact_text(job_name or out_dir.name)
+    swept = {k: redact_text(v) for k, v in swept.items()}
+    group = None if group is None else redact_text(group)
     return RunInfo(out_dir, name, config, params, tags, group, group_dir, swept)
 
 
@@ -173,8 +175,9 @@ def summary_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
         put(str(m), cell)
     for cat, cell in (summary.get("by_category") or {}).items():
         if isinstance(cell, Mapping) and isinstance(cell.get("mean"), (int, float)):
-            out[f"by_category/{cat}"] = float(cell["mean"])
-            put(f"by_category/{cat}", cell)
+            key = f"by_category/{redact_text(str(cat))}"  # a category is text from the data
+            out[key] = float(cell["mean"])
+            put(key, cell)
     return out
 
 
