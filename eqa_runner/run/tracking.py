@@ -200,6 +200,20 @@ def finish(
     """The end events: headline metrics with intervals and per-category numbers, the table,
     the run files, the headline for a sweep's parent; then close the hub (a SIGTERM or
     SIGINT while it flushes ends the wait with the run's line)."""
+    with _signals_end_flush(hub, out_dir, int(result.get("exit_code", 0) or 0)):
+        _send_end(hub, out_dir, result, records, status, report)
+        hub.close(status)
+
+
+def _send_end(
+    hub: TrackerHub,
+    out_dir: Path,
+    result: Mapping[str, Any],
+    records: list[EpisodeRecord],
+    status: str,
+    report: ReportWriter | None,
+) -> None:
+    """Enqueue the end events (the report for the trackers is written here)."""
     counts = result.get("counts") or {}
     headline = {k: float(v) for k, v in result.items()
                 if k not in ("counts", "exit_code") and isinstance(v, (int, float))}  # fmt: skip
@@ -218,8 +232,6 @@ def finish(
         if html is not None:
             hub.log_artifact(html)
     hub.log_summary(headline, status)
-    with _signals_end_flush(hub, out_dir, int(result.get("exit_code", 0) or 0)):
-        hub.close(status)
 
 
 @contextmanager
