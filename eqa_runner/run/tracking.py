@@ -250,9 +250,11 @@ def _signals_end_flush(hub: TrackerHub, out_dir: Path, code: int) -> Iterator[No
             state = f"complete in {out_dir} (episodes.jsonl, summary.json written)"
         sys.stderr.write(
             f"\n[eqa_runner] {name} while the trackers ({', '.join(hub.names)}) were flushing: "
-            f"not waiting for them (their runs may lack the last events); the run is {state}\n"
+            f"not waiting for them (their runs closed as KILLED, the last events may be "
+            f"missing); the run is {state}\n"
         )
         sys.stderr.flush()
+        hub.abort("KILLED")  # the runs the trackers opened are closed (a few seconds at most)
         raise SystemExit(130 if signum == signal.SIGINT else 143)
 
     old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}

@@ -140,6 +140,10 @@ class MlflowTracker(Tracker):
         if self.sweep is not None:
             self.sweep.report(self.run_label, dict(headline))
 
+    def abort(self, status: str) -> None:
+        if self.client is not None and self.run_id is not None:
+            self.finish(status)
+
     def finish(self, status: str) -> None:
         client, run_id = self._run()
         try:

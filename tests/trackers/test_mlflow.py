@@ -156,6 +156,25 @@ def test_sweep_parent_is_closed_by_the_last_job(tmp_path, mlflow_server) -> None
     assert client.get_run(parent_id).info.status == "FAILED"
 
 
+def test_a_job_stopped_during_the_flush_closes_its_run_and_parent(tmp_path, mlflow_server):
+    """A SIGTERM while the trackers flush aborts them: the run and its sweep's parent are
+    KILLED, not left RUNNING."""
+    from mlflow import MlflowClient
+
+    from eqa_runner.trackers.hub import TrackerHub
+
+    url, _ = mlflow_server
+    client = MlflowClient(url)
+    t = _job(url, tmp_path / "2026-12-03_11-00-00", "policy=blind", "e8")
+    TrackerHub([]).abort()  # no tracker: nothing to do
+    hub = TrackerHub([t])
+    hub.abort("KILLED")
+    parent = client.get_run(t.run_id).data.tags["mlflow.parentRunId"]
+    assert client.get_run(t.run_id).info.status == "KILLED"
+    assert client.get_run(parent).info.status == "KILLED"
+    hub.close("KILLED")
+
+
 def test_sweep_from_the_command_line(tmp_path, mlflow_server) -> None:
     """``-m policy=blind,single logger=mlflow``: children named by the swept key, no plumbing
     in names or params, the parent FINISHED with both headlines."""

@@ -176,6 +176,9 @@ class _Rec(Tracker):
     def finish(self, status):
         self.events.append(f"finish {status}")
 
+    def abort(self, status):
+        self.events.append(f"abort {status}")
+
 
 def test_a_failed_tracker_still_closes_its_run(tmp_path) -> None:
     t = _Rec(fail_at="metrics")
@@ -191,7 +194,8 @@ def test_sigterm_during_the_flush_prints_the_runs_line(tmp_path, capsys, slow) -
     """Whether the trackers are still busy or the report for them is being written."""
     from eqa_runner.run.tracking import finish
 
-    hub = TrackerHub([_Rec(delay_s=3.0 if slow == "tracker" else 0.0)], flush_timeout_s=30)
+    rec = _Rec(delay_s=3.0 if slow == "tracker" else 0.0)
+    hub = TrackerHub([rec], flush_timeout_s=30)
     hub.start(RunInfo(tmp_path, "r", {}, {}, {}))
 
     def report(d: Path) -> Path:
@@ -206,3 +210,4 @@ def test_sigterm_during_the_flush_prints_the_runs_line(tmp_path, capsys, slow) -
     assert e.value.code == 143 and time.monotonic() - t0 < 4.5
     err = capsys.readouterr().err
     assert "SIGTERM while the trackers (rec) were flushing" in err and str(tmp_path) in err
+    assert "abort KILLED" in rec.events  # the tracker's run is closed, not left open
