@@ -176,13 +176,27 @@ def _env_name_problem(s: str) -> str | None:
     return None
 
 
+# keys whose credential is given another way than an ``api_key_env`` (the fix the refusal names)
+KEY_FIXES = {
+    "logger.mlflow.": "MLflow reads them from the environment: export MLFLOW_TRACKING_USERNAME "
+    "and MLFLOW_TRACKING_PASSWORD (or MLFLOW_TRACKING_TOKEN) and keep MLFLOW_TRACKING_URI "
+    "without user:password@ (e.g. https://mlflow.example.org)",
+    "logger.wandb.": "W&B reads its key from the environment: export WANDB_API_KEY "
+    "(or run `wandb login`)",
+}
+
+
 def refusal(key: str, value: Any, why: str) -> str:
     """The one-line refusal for a credential in ``key`` (the value masked)."""
     group = key.split(".", 1)[0] if "." in key else "llm"
+    fix = next((f for prefix, f in KEY_FIXES.items() if key.startswith(prefix)), None)
+    fix = fix or (
+        f"export the key in an environment variable and set {group}.api_key_env="
+        f"<VARIABLE_NAME>, e.g. {group}.api_key_env=MY_KEY"
+    )
     return (
         f"{key}={mask(str(value))}: {why}; it was not used and nothing was written. Keys are "
-        f"never put in configs: export the key in an environment variable and set "
-        f"{group}.api_key_env=<VARIABLE_NAME>, e.g. {group}.api_key_env=MY_KEY."
+        f"never put in configs: {fix}."
     )
 
 

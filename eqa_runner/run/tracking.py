@@ -112,7 +112,9 @@ def run_info(cfg: DictConfig, out_dir: Path, stamp: Mapping[str, Any]) -> RunInf
             for k, v in flatten(redact(dict(stamp))).items() if k != "slurm"}  # fmt: skip
     tags.update({f"slurm.{k}": v for k, v in naming.slurm_ids(os.environ).items()})
     group, group_dir, swept, job_name = _sweep()
-    name = job_name or out_dir.name
+    name = redact_text(job_name or out_dir.name)
+    swept = {k: redact_text(v) for k, v in swept.items()}
+    group = None if group is None else redact_text(group)
     return RunInfo(out_dir, name, config, params, tags, group, group_dir, swept)
 
 
@@ -173,8 +175,9 @@ def summary_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
         put(str(m), cell)
     for cat, cell in (summary.get("by_category") or {}).items():
         if isinstance(cell, Mapping) and isinstance(cell.get("mean"), (int, float)):
-            out[f"by_category/{cat}"] = float(cell["mean"])
-            put(f"by_category/{cat}", cell)
+            key = f"by_category/{redact_text(str(cat))}"  # a category is text from the data
+            out[key] = float(cell["mean"])
+            put(key, cell)
     return out
 
 
@@ -197,6 +200,20 @@ def finish(
     """The end events: headline metrics with intervals and per-category numbers, the table,
     the run files, the headline for a sweep's parent; then close the hub (a SIGTERM or
     SIGINT while it flushes ends the wait with the run's line)."""
+    with _signals_end_flush(hub, out_dir, int(result.get("exit_code", 0) or 0)):
+        _send_end(hub, out_dir, result, records, status, report)
+        hub.close(status)
+
+
+def _send_end(
+    hub: TrackerHub,
+    out_dir: Path,
+    result: Mapping[str, Any],
+    records: list[EpisodeRecord],
+    status: str,
+    report: ReportWriter | None,
+) -> None:
+    """Enqueue the end events (the report for the trackers is written here)."""
     counts = result.get("counts") or {}
     headline = {k: float(v) for k, v in result.items()
                 if k not in ("counts", "exit_code") and isinstance(v, (int, float))}  # fmt: skip
@@ -215,8 +232,6 @@ def finish(
         if html is not None:
             hub.log_artifact(html)
     hub.log_summary(headline, status)
-    with _signals_end_flush(hub, out_dir, int(result.get("exit_code", 0) or 0)):
-        hub.close(status)
 
 
 @contextmanager
@@ -235,9 +250,11 @@ def _signals_end_flush(hub: TrackerHub, out_dir: Path, code: int) -> Iterator[No
             state = f"complete in {out_dir} (episodes.jsonl, summary.json written)"
         sys.stderr.write(
             f"\n[eqa_runner] {name} while the trackers ({', '.join(hub.names)}) were flushing: "
-            f"not waiting for them (their runs may lack the last events); the run is {state}\n"
+            f"not waiting for them (their runs closed as KILLED, the last events may be "
+            f"missing); the run is {state}\n"
         )
         sys.stderr.flush()
+        hub.abort("KILLED")  # the runs the trackers opened are closed (a few seconds at most)
         raise SystemExit(130 if signum == signal.SIGINT else 143)
 
     old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}

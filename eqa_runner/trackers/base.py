@@ -50,6 +50,10 @@ class Tracker(ABC):
     def log_artifact(self, path: Path) -> None:
         """A file of the run (summary.json, report.html)."""
 
+    def abort(self, status: str) -> None:  # noqa: B027
+        """Close the run at once from another thread (the process is being stopped while
+        events are still queued); optional, best effort, quick."""
+
     @abstractmethod
     def finish(self, status: str) -> None:
         """Close the run (``status``: FINISHED | FAILED | KILLED)."""

@@ -69,5 +69,9 @@ class CsvTracker(Tracker):
         dest.mkdir(exist_ok=True)
         shutil.copy2(path, dest / Path(path).name)
 
+    def abort(self, status: str) -> None:
+        if self.dir is not None:
+            self.finish(status)
+
     def finish(self, status: str) -> None:
         (self._dir() / "status").write_text(status + "\n")

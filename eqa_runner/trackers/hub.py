@@ -131,6 +131,21 @@ class TrackerHub:
             print(f"[eqa_runner] {line}", file=sys.stderr, flush=True)
         return rep
 
+    def abort(self, status: str = "KILLED", timeout_s: float = 5.0) -> None:
+        """The process is being stopped: every tracker closes its run at once (its
+        :meth:`~eqa_runner.trackers.base.Tracker.abort`), waiting at most ``timeout_s``."""
+
+        def run() -> None:
+            for s in self.states:
+                try:
+                    s.tracker.abort(status)
+                except Exception as e:  # noqa: BLE001 - best effort while stopping
+                    log.debug("logger %s: abort: %s", s.tracker.name, e)
+
+        t = threading.Thread(target=run, name="eqa-trackers-abort", daemon=True)
+        t.start()
+        t.join(timeout_s)
+
     # ----------------------------------------------------------------- the thread's side
     def _work(self) -> None:
         with tempfile.TemporaryDirectory(prefix="eqa-trackers-") as tmp:

@@ -78,7 +78,7 @@ class MlflowTracker(Tracker):
         tags = {self.key(k): v[:MAX_TAG] for k, v in info.tags.items()}
         self.run_label = self.run_name or info.name
         if info.group:
-            self.sweep = SweepParent(self, info)
+            self.sweep = SweepParent(client, str(self.experiment_id), info)
             tags["eqa_runner.sweep"] = info.group
             tags["mlflow.parentRunId"] = self.sweep.join(self.run_label)
         run = client.create_run(self.experiment_id, run_name=self.run_label, tags=tags)
@@ -139,6 +139,10 @@ class MlflowTracker(Tracker):
     def log_summary(self, headline: Mapping[str, float], status: str) -> None:
         if self.sweep is not None:
             self.sweep.report(self.run_label, dict(headline))
+
+    def abort(self, status: str) -> None:
+        if self.client is not None and self.run_id is not None:
+            self.finish(status)
 
     def finish(self, status: str) -> None:
         client, run_id = self._run()

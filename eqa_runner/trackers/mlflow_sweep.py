@@ -17,14 +17,11 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from eqa_runner.records import write_json_atomic
 from eqa_runner.trackers.base import RunInfo
 from eqa_runner.trackers.naming import safe_key
-
-if TYPE_CHECKING:
-    from eqa_runner.trackers.mlflow import MlflowTracker
 
 PARENT_FILE = ".mlflow_parent_run"
 RUNNING = "RUNNING"
@@ -33,8 +30,8 @@ RUNNING = "RUNNING"
 class SweepParent:
     """One job's handle on its sweep's parent run."""
 
-    def __init__(self, tracker: MlflowTracker, info: RunInfo) -> None:
-        self.tracker, self.info = tracker, info
+    def __init__(self, client: Any, experiment_id: str, info: RunInfo) -> None:
+        self.client, self.experiment_id, self.info = client, experiment_id, info
         self.dir = info.group_dir or info.run_dir.parent
         self.run_id: str | None = None
 
@@ -56,7 +53,7 @@ class SweepParent:
 
     def join(self, label: str) -> str:
         """The parent's run id (created or reopened); this job counted as running."""
-        client = self.tracker.client
+        client = self.client
         with self._state() as state:
             if not state["run_id"]:
                 state["run_id"] = self._create()
@@ -69,11 +66,11 @@ class SweepParent:
     def _create(self) -> str:
         from mlflow.entities import Param
 
-        info, client = self.info, self.tracker.client
+        info, client = self.info, self.client
         tags = {"eqa_runner.sweep": str(info.group), "eqa_runner.sweep_parent": "true",
                 "eqa_runner.swept_keys": ",".join(info.swept)}  # fmt: skip
         tags.update({k: v for k, v in info.tags.items() if k.startswith("slurm.array")})
-        run = client.create_run(self.tracker.experiment_id, run_name=str(info.group), tags=tags)
+        run = client.create_run(self.experiment_id, run_name=str(info.group), tags=tags)
         params = [Param(safe_key(f"sweep.{k}"), v[:6000]) for k, v in sorted(info.swept.items())]
         if params:
             client.log_batch(run.info.run_id, params=params)
@@ -88,7 +85,7 @@ class SweepParent:
         now = int(time.time() * 1000)
         ms = [Metric(safe_key(f"{label}/{k}"), float(v), now, 0) for k, v in headline.items()]
         if ms:
-            self.tracker.client.log_batch(self.run_id, metrics=ms)
+            self.client.log_batch(self.run_id, metrics=ms)
         with self._state() as state:
             state["children"].setdefault(label, {})["headline"] = headline
 
@@ -96,7 +93,7 @@ class SweepParent:
         """This job is done; the last one out closes the parent with the sweep's table."""
         if self.run_id is None:
             return
-        client = self.tracker.client
+        client = self.client
         with self._state() as state:
             state["children"].setdefault(label, {})["status"] = status
             kids = state["children"]

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ class WandbTracker(Tracker):
         self.run: Any = None
 
     def start(self, info: RunInfo) -> None:
+        os.environ.setdefault("WANDB_SILENT", "true")  # its login line ignores Settings(silent)
         import wandb
 
         tags = [f"{k}={v}"[:MAX_TAG] for k, v in sorted(info.tags.items())]
@@ -65,7 +67,7 @@ class WandbTracker(Tracker):
         t = self.timeout_s
         return {"console": "off", "x_disable_stats": True, "silent": True, "quiet": True,
                 "show_info": False, "show_warnings": False, "init_timeout": t,
-                "login_timeout": t, "finish_timeout": 2 * t, "x_graphql_timeout_seconds": t,
+                "login_timeout": t, "x_graphql_timeout_seconds": t,
                 "x_graphql_retry_max": 1, "x_file_stream_timeout_seconds": t,
                 "x_file_stream_retry_max": 1, "x_file_transfer_timeout_seconds": t,
                 "x_file_transfer_retry_max": 1}  # fmt: skip
@@ -86,7 +88,12 @@ class WandbTracker(Tracker):
             cols += [k for k in r if k not in cols]
 
         def cell(v: Any) -> Any:
-            return wandb.Image(str(v)) if isinstance(v, Path) else v  # a map: an image
+            if not isinstance(v, Path):
+                return v
+            try:  # a map: an image (one that does not decode: its file name)
+                return wandb.Image(str(v))
+            except Exception:  # noqa: BLE001
+                return v.name
 
         data = [[cell(r.get(str(c))) for c in cols] for r in rows]
         table = wandb.Table(columns=cols, data=data)

@@ -156,6 +156,25 @@ def test_sweep_parent_is_closed_by_the_last_job(tmp_path, mlflow_server) -> None
     assert client.get_run(parent_id).info.status == "FAILED"
 
 
+def test_a_job_stopped_during_the_flush_closes_its_run_and_parent(tmp_path, mlflow_server):
+    """A SIGTERM while the trackers flush aborts them: the run and its sweep's parent are
+    KILLED, not left RUNNING."""
+    from mlflow import MlflowClient
+
+    from eqa_runner.trackers.hub import TrackerHub
+
+    url, _ = mlflow_server
+    client = MlflowClient(url)
+    t = _job(url, tmp_path / "2026-12-03_11-00-00", "policy=blind", "e8")
+    TrackerHub([]).abort()  # no tracker: nothing to do
+    hub = TrackerHub([t])
+    hub.abort("KILLED")
+    parent = client.get_run(t.run_id).data.tags["mlflow.parentRunId"]
+    assert client.get_run(t.run_id).info.status == "KILLED"
+    assert client.get_run(parent).info.status == "KILLED"
+    hub.close("KILLED")
+
+
 def test_sweep_from_the_command_line(tmp_path, mlflow_server) -> None:
     """``-m policy=blind,single logger=mlflow``: children named by the swept key, no plumbing
     in names or params, the parent FINISHED with both headlines."""
@@ -228,6 +247,7 @@ def test_a_run_whose_start_fails_is_closed_failed(tmp_path, mlflow_server, monke
 
 def test_sample_rows_and_map_images(tmp_path, mlflow_server) -> None:
     from mlflow import MlflowClient
+    from PIL import Image
 
     from eqa_runner.trackers.base import RunInfo
     from eqa_runner.trackers.mlflow import MlflowTracker
@@ -235,7 +255,7 @@ def test_sample_rows_and_map_images(tmp_path, mlflow_server) -> None:
     url, _ = mlflow_server
     png = tmp_path / "maps" / "ep1.png"
     png.parent.mkdir()
-    png.write_bytes(_PNG)
+    Image.new("RGB", (8, 8), (200, 30, 30)).save(png)
     t = MlflowTracker(tracking_uri=url, experiment_name="e7")
     t.start(RunInfo(tmp_path, "r", {}, {}, {}))
     t.log_table("episodes", [{"episode_id": "ep1", "question": "Where is the sofa?",
@@ -249,14 +269,6 @@ def test_sample_rows_and_map_images(tmp_path, mlflow_server) -> None:
     row = dict(zip(table["columns"], table["data"][0], strict=True))
     assert row["question"] == "Where is the sofa?" and row["judge_reply"] == "5"
     assert row["map"] == "maps/ep1.png"
-
-
-# a 1x1 PNG
-_PNG = bytes.fromhex(
-    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-    "1f15c4890000000d49444154789c63f8cfc0f01f0005000201"
-    "a5b6e1a50000000049454e44ae426082"
-)
 
 
 def test_server_killed_mid_run(tmp_path, compose_cfg, openeqa_data, mlflow_server, llm_server,

@@ -10,6 +10,7 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -175,6 +176,9 @@ class _Rec(Tracker):
     def finish(self, status):
         self.events.append(f"finish {status}")
 
+    def abort(self, status):
+        self.events.append(f"abort {status}")
+
 
 def test_a_failed_tracker_still_closes_its_run(tmp_path) -> None:
     t = _Rec(fail_at="metrics")
@@ -185,15 +189,25 @@ def test_a_failed_tracker_still_closes_its_run(tmp_path) -> None:
     assert t.events == ["start", "finish FINISHED"]
 
 
-def test_sigterm_during_the_flush_prints_the_runs_line(tmp_path, capsys) -> None:
+@pytest.mark.parametrize("slow", ["tracker", "report"])
+def test_sigterm_during_the_flush_prints_the_runs_line(tmp_path, capsys, slow) -> None:
+    """Whether the trackers are still busy or the report for them is being written."""
     from eqa_runner.run.tracking import finish
 
-    hub = TrackerHub([_Rec(delay_s=3.0)], flush_timeout_s=30)
+    rec = _Rec(delay_s=3.0 if slow == "tracker" else 0.0)
+    hub = TrackerHub([rec], flush_timeout_s=30)
     hub.start(RunInfo(tmp_path, "r", {}, {}, {}))
+
+    def report(d: Path) -> Path:
+        time.sleep(5.0)
+        return d / "report.html"
+
     threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGTERM)).start()
     t0 = time.monotonic()
     with pytest.raises(SystemExit) as e:
-        finish(hub, tmp_path, {"counts": {"ok": 1}, "exit_code": 0}, [], "FINISHED", None)
-    assert e.value.code == 143 and time.monotonic() - t0 < 10
+        finish(hub, tmp_path, {"counts": {"ok": 1}, "exit_code": 0}, [], "FINISHED",
+               report if slow == "report" else None)  # fmt: skip
+    assert e.value.code == 143 and time.monotonic() - t0 < 4.5
     err = capsys.readouterr().err
     assert "SIGTERM while the trackers (rec) were flushing" in err and str(tmp_path) in err
+    assert "abort KILLED" in rec.events  # the tracker's run is closed, not left open

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
 import struct
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -49,6 +55,17 @@ def _fresh_wandb():
     wandb.teardown()
 
 
+def _records(d: Path, wait_s: float = 15.0) -> list:
+    """The run's records once its log is complete (W&B's service may still be writing it
+    when ``finish()`` returns on a loaded machine)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        recs = read_wandb_log(next(d.glob("run-*.wandb")))
+        if any(r.WhichOneof("record_type") == "exit" for r in recs) or time.monotonic() > deadline:
+            return recs
+        time.sleep(0.2)
+
+
 def _run_dir(root: Path) -> Path:
     (d,) = (root / "wandb").glob("offline-run-*")
     return d
@@ -64,7 +81,7 @@ def test_offline_run_read_back(tmp_path, compose_cfg, openeqa_data, monkeypatch)
                        "judge.model=offline", "run.workers=1"], out=tmp_path / "r")  # fmt: skip
     assert run(cfg, report=tracker_report)["counts"]["ok"] == 4
     d = _run_dir(tmp_path / "r")
-    recs = read_wandb_log(next(d.glob("run-*.wandb")))
+    recs = _records(d)
     (r,) = [x.run for x in recs if x.WhichOneof("record_type") == "run"]
     assert r.display_name == "r" and r.run_group == ""
     config = {i.key: json.loads(i.value_json) for i in r.config.update}
@@ -92,6 +109,91 @@ def test_sweep_jobs_share_a_group(tmp_path, monkeypatch) -> None:
     t = WandbTracker()
     t.start(RunInfo(sweep / "0_x", "0_x", {"a": 1}, {}, {}, str(sweep), sweep))
     t.finish("FINISHED")
-    recs = read_wandb_log(next(_run_dir(sweep / "0_x").glob("run-*.wandb")))
+    recs = _records(_run_dir(sweep / "0_x"))
     (r,) = [x.run for x in recs if x.WhichOneof("record_type") == "run"]
     assert r.run_group == str(sweep)
+
+
+def test_quiet_and_sample_rows_with_map_images(tmp_path, monkeypatch, capfd) -> None:
+    """No W&B banner or history around the run's own lines; a Path cell is a wandb.Image."""
+    from PIL import Image
+
+    from eqa_runner.trackers.base import RunInfo
+    from eqa_runner.trackers.wandb import WandbTracker
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.delenv("WANDB_SILENT", raising=False)
+    png = tmp_path / "maps" / "ep1.png"
+    png.parent.mkdir()
+    Image.new("RGB", (8, 8), (200, 30, 30)).save(png)
+    t = WandbTracker()
+    t.start(RunInfo(tmp_path / "r", "r", {"a": 1}, {}, {}))
+    t.log_metrics({"llm_match": 50.0}, 1)
+    row = {
+        "episode_id": "ep1",
+        "question": "Where is the sofa?",
+        "prediction": "kitchen",
+        "judge_reply": "5",
+        "map": png,
+    }
+    t.log_table("episodes", [row])
+    t.log_summary({"llm_match": 50.0}, "FINISHED")
+    t.finish("FINISHED")
+    out, err = capfd.readouterr()
+    assert "wandb" not in (out + err).lower(), out + err
+    # a table with media is logged as a run_table artifact: the image is one of its files
+    recs = _records(_run_dir(tmp_path / "r"))
+    (art,) = [r.artifact for r in recs if r.WhichOneof("record_type") == "artifact"]
+    files = {c.path: c.local_path for c in art.manifest.contents}
+    assert art.type == "run_table" and [p for p in files if p.endswith("/ep1.png")]
+    data = json.loads(Path(files["episodes.table.json"]).read_text())
+    row = dict(zip(data["columns"], data["data"][0], strict=True))
+    assert row["question"] == "Where is the sofa?" and row["judge_reply"] == "5"
+    assert row["map"]["_type"] == "image-file" and row["map"]["path"] in files
+
+
+def _blackhole() -> tuple[socket.socket, int]:
+    """A local server that accepts connections and never answers."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(64)
+    conns: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                conns.append(s.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    return s, int(s.getsockname()[1])
+
+
+def test_an_unresponsive_server_costs_at_most_the_hubs_promise(tmp_path) -> None:
+    """logger=wandb online against a socket that never answers: the process ends within the
+    hub's 30 s after the run's result line (W&B's own waits kept it alive ~100 s)."""
+    from tests.helpers.datasets import make_openeqa_dataset
+
+    data = make_openeqa_dataset(tmp_path / "d", n_questions=4, n_episodes=1, frames=3)
+    srv, port = _blackhole()
+    env = {**os.environ, "WANDB_MODE": "online", "WANDB_BASE_URL": f"http://127.0.0.1:{port}",
+           "WANDB_API_KEY": "a" * 40, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "eqa_runner", "llm=offline", "judge.model=offline",
+         f"task.data_dir={data}", "logger=wandb", f"hydra.run.dir={tmp_path / 'r'}",
+         "run.progress=false"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    seen: dict[str, float] = {}
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("[eqa_runner] results:"):
+            seen["results"] = time.monotonic()
+        if "logger wandb:" in line:
+            seen["closing"] = time.monotonic()
+    proc.wait(120)
+    end = time.monotonic()
+    srv.close()
+    assert proc.returncode == 0 and "results" in seen and "closing" in seen
+    assert end - seen["results"] < 35, end - seen["results"]
