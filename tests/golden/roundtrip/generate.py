@@ -11,6 +11,7 @@ in checkouts of the upstream repositories (README.md has the commands).
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -123,6 +124,56 @@ def hmeqa(work: Path, srv: LLMTestServer) -> None:
               *_server(srv)], out))  # fmt: skip
     _as_error(out, "5")
     _keep("hmeqa", out, "hmeqa")
+
+
+def openeqa(work: Path, srv: LLMTestServer) -> None:
+    """8 questions, run.limit=6 (a partial run), q0001 an error record; the blind policy
+    answers even questions right and odd ones "zqx thing." (the judge: 1, else 5)."""
+    sys.path.insert(0, str(HERE.parents[2]))
+    from tests.helpers.datasets import make_openeqa_dataset
+
+    data = make_openeqa_dataset(work / "openeqa-data", n_questions=8)
+    answers = [
+        {
+            "pattern": rf"What is object {i}\\?",
+            "model": "test-model",
+            "reply": f"object {i}." if i % 2 == 0 else "zqx thing.",
+        }
+        for i in range(8)
+    ]
+    srv.configure(rules=[*answers, {"pattern": "zqx", "reply": "1"}], default_reply="5")
+    out = work / "openeqa-run"
+    run(_cfg(["task=openeqa_em", "policy=blind", f"task.data_dir={data}", "run.limit=6",
+              *_server(srv)], out))  # fmt: skip
+    _as_error(out, "q0001")
+    _keep("openeqa", out, "openeqa")
+
+
+def aeqa(work: Path, srv: LLMTestServer) -> None:
+    """The blind baseline over every demo question (its answers "zqx guess.", marked 2), then
+    policy=re with the published protocol on run.limit=4 (marked 4; the first question 1),
+    its second record an error record."""
+    from eqa_runner.benchmarks.aeqa.demo import write_aeqa_demo
+
+    demo = work / "aeqa-demo"
+    write_aeqa_demo(demo, seed=0)
+    srv.configure(rules=[{"pattern": "zqx", "reply": "2"}], default_reply="zqx guess.")
+    blind = work / "aeqa-blind"
+    run(_cfg(["experiment=aeqa_blind", f"task.data_dir={demo}", *_server(srv)], blind))
+    first = json.loads((demo / "aeqa_questions-184.json").read_text())[0]["question"]
+    srv.configure(rules=[{"pattern": "Your mark|mark:", "model": "test-model", "reply": "4"},
+                         {"pattern": re.escape(first), "model": "test-judge", "reply": "1"},
+                         {"pattern": ".", "model": "test-judge", "reply": "4"}],
+                  default_reply="a lamp.")  # fmt: skip
+    out = work / "aeqa-run"
+    run(_cfg(["experiment=aeqa_published", f"task.data_dir={demo}", "policy=re",
+              "policy.max_steps=3", "sim.width=32", "sim.height=32", "run.limit=4",
+              f"judge.blind_run_dir={blind}", *_server(srv)], out))  # fmt: skip
+    _as_error(out, json.loads((out / "episodes.jsonl").read_text().splitlines()[1])["episode_id"])
+    _keep("aeqa", out, "aeqa")
+    marks = {json.loads(x)["episode_id"]: int(json.loads(x)["metrics"]["score_1to5"])
+             for x in (blind / "episodes.jsonl").read_text().splitlines()}  # fmt: skip
+    (HERE / "aeqa" / "blind-metrics.json").write_text(json.dumps(marks, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -18,8 +18,12 @@ block = "\n".join(line[8:] for line in block.splitlines())  # the loop body's in
 rows = list(csv.DictReader(questions.open(), skipinitialspace=True))
 weighted, best = [], []
 for result in pickle.load(results.open("rb")):
-    scope = {"np": np, "result": result, "answer": rows[result["question_ind"]]["answer"],
-             "num_step": sum(1 for k in result if k.startswith("step_"))}
+    scope = {
+        "np": np,
+        "result": result,
+        "answer": rows[result["question_ind"]]["answer"],
+        "num_step": sum(1 for k in result if k.startswith("step_")),
+    }
     exec(block, scope)  # noqa: S102 - the upstream block, from the upstream checkout
     weighted.append(scope["success_weighted"])
     best.append(scope["success_max"])
