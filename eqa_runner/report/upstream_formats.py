@@ -118,6 +118,11 @@ def export_run(run_dir: Path, name: str, out: Path | None = None) -> list[Path]:
     return [*written, meta]
 
 
+def quoted(value: object) -> str:
+    """A value as a single-quoted Hydra override value (a path with ``'``, ``,`` or ``=``)."""
+    return "'" + str(value).replace("'", "\\'") + "'"
+
+
 def compose_import(fmt: UpstreamFormat, overrides: list[str], out: Path) -> DictConfig:
     """The run config of an import: the format's task, ``policy=imported``, the overrides."""
     from hydra import compose, initialize_config_dir
@@ -133,8 +138,9 @@ def compose_import(fmt: UpstreamFormat, overrides: list[str], out: Path) -> Dict
         with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
             return compose("config", overrides=[
                 f"task={fmt.task}", "policy=imported", "llm=offline",
-                f"run.output_dir={out}", f"policy.predictions_file={d / 'predictions.jsonl'}",
-                f"run.episodes={d / 'episode_ids.json'}", *overrides,
+                f"run.output_dir={quoted(out)}",
+                f"policy.predictions_file={quoted(d / 'predictions.jsonl')}",
+                f"run.episodes={quoted(d / 'episode_ids.json')}", *overrides,
             ])  # fmt: skip
     finally:
         GlobalHydra.instance().clear()
@@ -166,7 +172,7 @@ def import_results(path: Path, name: str, overrides: list[str], out: Path | None
     if not src.is_file():
         raise ReportError(f"--import {src}: not found")
     out_dir = Path(out) if out else src.parent / f"{src.stem}_imported"
-    cfg = compose_import(fmt, [*overrides, f"policy.source='{name}:{src}'"], out_dir)
+    cfg = compose_import(fmt, [*overrides, f"policy.source={quoted(f'{name}:{src}')}"], out_dir)
     rows = fmt.read(src, _episodes(cfg))
     if not rows:
         raise ReportError(f"--import {src}: no answers in it")

@@ -1,7 +1,7 @@
 """``published_comparability``: whether a row can stand beside the benchmark's published rows.
 
 Every summary has this block. A judge may say its scoring protocol differs from the published
-one (its aggregate's own ``published_comparability``, e.g. A-EQA scored without a blind run);
+one (its aggregate's own ``published_comparability``, e.g. a baseline it needs is absent);
 on top of that, an error record is left out of the headline (the project's guarantee), while
 the benchmark's own scorer would count that question as a missing prediction, so a row with
 error records is not the published protocol until they are resolved.

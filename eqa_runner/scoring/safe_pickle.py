@@ -1,7 +1,7 @@
 """Reading upstream pickles as untrusted input: plain data only, within limits.
 
 The upstream scripts pickle lists and dicts of numbers, strings, numpy arrays and scalars and
-(EXPRESS-Bench) ``np.quaternion`` rotations. :func:`load_pickle` looks up only those globals
+(one benchmark) ``np.quaternion`` rotations. :func:`load_pickle` looks up only those globals
 (anything else is refused, never executed), reads a quaternion as a plain ``(w, x, y, z)``
 tuple without importing numpy-quaternion, refuses object arrays, checks an array's size before
 it is allocated, and walks the result with a budget, so a small file cannot allocate a huge

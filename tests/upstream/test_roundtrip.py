@@ -268,3 +268,15 @@ def test_a_field_of_the_wrong_type_is_one_line(tmp_path, express_demo, fmt, item
         reader.read(f, eps)
     msg = str(e.value)
     assert str(f) in msg and "item 0" in msg and f"field {field} must be" in msg
+
+
+def test_import_paths_with_quotes_and_commas(tmp_path, openeqa_data) -> None:
+    d = tmp_path / "it's,a=dir"
+    d.mkdir()
+    q = json.loads((openeqa_data / "open-eqa-v0.json").read_text())[0]["question_id"]
+    (d / "p.json").write_text(json.dumps([{"question_id": q, "answer": None}]))
+    code = report_main(["--import", str(d / "p.json"), "--format", "openeqa", "--out",
+                        str(d / "out"), f"task.data_dir={openeqa_data}", *OFFLINE])  # fmt: skip
+    assert code == 0
+    (rec,) = [json.loads(x) for x in (d / "out" / "episodes.jsonl").read_text().splitlines()]
+    assert rec["metrics"]["llm_match"] == 0.0  # a null answer: 0 %, as open-eqa

@@ -29,14 +29,21 @@ for question_ind in (0, 3, 7):  # main.py loops over every row; a partial run's 
         pts = pts + np.array([0.25, 0.0, 0.0], dtype=np.float32)
         rotation = rotation * np.quaternion(math.cos(0.2), 0, math.sin(0.2), 0)
     unreachable = question_ind == 7
-    result.update({
-        "scene": f"data/hm3d/{q['scene_id']}/{q['scene_id'].split('-')[1]}.basis.glb",
-        "type": q["type"], "question": q["question"], "answer": q["answer"],
-        "geodesic_distance": q["geodesic_distance"], "cnt_step": cnt_step,
-        "gen_answer": "In the kitchen.", "EAC": replies.pop(0), "end_pts": pts,
-        "goal_dis": math.inf if unreachable else 1.25 * (1 + question_ind),
-        "path_len": math.inf if unreachable else 2.0 + question_ind,
-    })
+    result.update(
+        {
+            "scene": f"data/hm3d/{q['scene_id']}/{q['scene_id'].split('-')[1]}.basis.glb",
+            "type": q["type"],
+            "question": q["question"],
+            "answer": q["answer"],
+            "geodesic_distance": q["geodesic_distance"],
+            "cnt_step": cnt_step,
+            "gen_answer": "In the kitchen.",
+            "EAC": replies.pop(0),
+            "end_pts": pts,
+            "goal_dis": math.inf if unreachable else 1.25 * (1 + question_ind),
+            "path_len": math.inf if unreachable else 2.0 + question_ind,
+        }
+    )
     results.append(result)
 out.mkdir(parents=True, exist_ok=True)
 with open(out / "results.pkl", "wb") as f:
