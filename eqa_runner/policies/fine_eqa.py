@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from eqa_runner.llm import OFFLINE_TAG, ImagePart, LLMClient, Message, RequestEstimate
-from eqa_runner.llm.choice import option_letters
+from eqa_runner.llm.choice import choice_from_logprobs, leading_letter, option_letters
 from eqa_runner.llm.config import LLMConfig
 from eqa_runner.mapping.regions import REGION_NAMES, UNKNOWN, RegionMap, parse_regions
 from eqa_runner.policies.config import FineEQAProposerConfig
@@ -57,6 +57,20 @@ def region_messages(*img: ImagePart) -> list[Message]:
 
 def point_messages(region: str, n: int, *img: ImagePart) -> list[Message]:
     return vlm_messages(POINT_Q, img, region=region, letters=", ".join(option_letters(n)))
+
+
+def region_probs(text: str, positions: Any) -> tuple[list[float] | None, str]:
+    """The distribution over the 20 region letters: softmax of their log-probabilities, else
+    one-hot on the letter the reply starts with, else None (unparsable)."""
+    letters = option_letters(len(REGION_NAMES))
+    if positions:
+        c = choice_from_logprobs(positions, len(letters), text)
+        if c is not None:
+            return [c.probs.get(k, 0.0) for k in letters], "logprobs"
+    k = leading_letter(text or "", letters)
+    if k is None:
+        return None, "unparsable"
+    return [1.0 if x == k else 0.0 for x in letters], "parsed"
 
 
 class FineEQAProposer(VLMExploreProposer):
@@ -135,7 +149,7 @@ class FineEQAProposer(VLMExploreProposer):
         assert self.regions is not None and self.last_points is not None
         c = await ask(ctx.llm, region_messages(ImagePart(view.frame)), f"T {OFFLINE_TAG}",
                       self.region_top)  # fmt: skip
-        probs, src = letter_probs(c.text, getattr(c, "logprobs", None), 20)
+        probs, src = region_probs(c.text, getattr(c, "logprobs", None))
         self._count_region(REGION_Q, src)
         region = UNKNOWN if probs is None else int(np.argmax(probs))
         fe.update(region=REGION_NAMES[region], region_source=src, region_reply=c.text[:200])

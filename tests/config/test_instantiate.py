@@ -22,7 +22,7 @@ def _options(group: str) -> list[str]:
     return option_names(group)
 
 
-EXPLORE = ("re", "fbe", "vlm_explore", "vlm_waypoint")  # exploration policies: task=express
+EXPLORE = ("re", "fbe", "vlm_explore", "vlm_waypoint", "fine_eqa")  # exploration policies: task=express
 
 # each option with a task it can run under
 CASES = (
