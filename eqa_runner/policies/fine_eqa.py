@@ -30,8 +30,9 @@ from typing import Any
 import numpy as np
 
 from eqa_runner.llm import OFFLINE_TAG, ImagePart, LLMClient, Message, RequestEstimate
-from eqa_runner.llm.choice import choice_from_logprobs, leading_letter, option_letters
+from eqa_runner.llm.choice import leading_letter, option_letters
 from eqa_runner.llm.config import LLMConfig
+from eqa_runner.llm.letters import Scored
 from eqa_runner.mapping.regions import REGION_NAMES, UNKNOWN, RegionMap, parse_regions
 from eqa_runner.policies.config import FineEQAProposerConfig
 from eqa_runner.policies.context import EpisodeContext
@@ -39,7 +40,7 @@ from eqa_runner.policies.explore import STOP_ENDPOINT_KEYS
 from eqa_runner.policies.guided import GuidedExplorePolicy
 from eqa_runner.policies.proposer import DesignedStop, StepView, Waypoint
 from eqa_runner.policies.vlm_explore import VLMExploreProposer
-from eqa_runner.policies.vlm_questions import PROMPTS, ask, letter_probs, vlm_messages, vlm_prompt
+from eqa_runner.policies.vlm_questions import PROMPTS, ask_letter, vlm_messages, vlm_prompt
 from eqa_runner.types import Episode
 
 REGIONS_Q, REGION_Q, POINT_Q = "regions", "region", "region_point"
@@ -57,20 +58,6 @@ def region_messages(*img: ImagePart) -> list[Message]:
 
 def point_messages(region: str, n: int, *img: ImagePart) -> list[Message]:
     return vlm_messages(POINT_Q, img, region=region, letters=", ".join(option_letters(n)))
-
-
-def region_probs(text: str, positions: Any) -> tuple[list[float] | None, str]:
-    """The distribution over the 20 region letters: softmax of their log-probabilities, else
-    one-hot on the letter the reply starts with, else None (unparsable)."""
-    letters = option_letters(len(REGION_NAMES))
-    if positions:
-        c = choice_from_logprobs(positions, len(letters), text)
-        if c is not None:
-            return [c.probs.get(k, 0.0) for k in letters], "logprobs"
-    k = leading_letter(text or "", letters)
-    if k is None:
-        return None, "unparsable"
-    return [1.0 if x == k else 0.0 for x in letters], "parsed"
 
 
 class FineEQAProposer(VLMExploreProposer):
@@ -147,29 +134,29 @@ class FineEQAProposer(VLMExploreProposer):
     async def _observe_region(self, view: StepView, ctx: EpisodeContext, fe: dict) -> None:
         """The region the frame shows and, unless unknown, the point in it (into the map)."""
         assert self.regions is not None and self.last_points is not None
-        c = await ask(ctx.llm, region_messages(ImagePart(view.frame)), f"T {OFFLINE_TAG}",
-                      self.region_top)  # fmt: skip
-        probs, src = region_probs(c.text, getattr(c, "logprobs", None))
-        self._count_region(REGION_Q, src)
-        region = UNKNOWN if probs is None else int(np.argmax(probs))
-        fe.update(region=REGION_NAMES[region], region_source=src, region_reply=c.text[:200])
+        msgs = region_messages(ImagePart(view.frame))
+        s = await ask_letter(ctx.llm, msgs, f"T {OFFLINE_TAG}", self.region_top, 20,
+                             parse=leading_letter)  # fmt: skip
+        self._count_region(REGION_Q, s)
+        region = UNKNOWN if s.probs is None else int(np.argmax(s.probs))
+        fe.update(region=REGION_NAMES[region], region_source=s.source, region_reply=s.text[:200])
         if region == UNKNOWN:
             return
         pts = self.last_points
         n = len(pts)
         img = ImagePart(self.last_drawn or view.frame)
-        c = await ask(ctx.llm, point_messages(REGION_NAMES[region], n, img), f"A {OFFLINE_TAG}",
-                      self.top_logprobs)  # fmt: skip
-        pp, src = letter_probs(c.text, getattr(c, "logprobs", None), n)
-        self._count_region(POINT_Q, src)
-        k = 0 if pp is None else int(np.argmax(pp))
-        fe.update(point=option_letters(n)[k], point_source=src, point_reply=c.text[:200])
+        msgs = point_messages(REGION_NAMES[region], n, img)
+        s = await ask_letter(ctx.llm, msgs, f"A {OFFLINE_TAG}", self.top_logprobs, n)
+        self._count_region(POINT_Q, s)
+        k = 0 if s.probs is None else int(np.argmax(s.probs))
+        fe.update(point=option_letters(n)[k], point_source=s.source, point_reply=s.text[:200])
         await ctx.run_cpu(self._timed, "regions", self.regions.integrate, pts.cells[k], region)
 
-    def _count_region(self, question: str, source: str) -> None:
+    def _count_region(self, question: str, s: Scored) -> None:
         self.region_calls[question] += 1
-        key = f"{question}:{source}"
+        key = f"{question}:{s.source}"
         self.region_sources[key] = self.region_sources.get(key, 0) + 1
+        self.missing_letters += len(s.missing)
 
     def finish(self) -> dict[str, Any]:
         out = super().finish()

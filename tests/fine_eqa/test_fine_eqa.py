@@ -9,7 +9,6 @@ import pytest
 
 from eqa_runner.llm.choice import leading_letter, option_letters
 from eqa_runner.mapping.regions import REGION_NAMES, RegionMap
-from eqa_runner.policies.fine_eqa import region_probs
 from eqa_runner.records import read_records
 from eqa_runner.run.loop import run
 from tests.conftest import server_overrides
@@ -31,12 +30,6 @@ def test_region_letters_go_to_t_and_parse_from_the_start_of_the_reply() -> None:
     assert leading_letter("K.", option_letters(20)) == "K"
     assert leading_letter("(E) kitchen", option_letters(20)) == "E"
     assert leading_letter("I think it is E", option_letters(20)) is None
-    probs, src = region_probs("K", None)
-    assert src == "parsed" and probs is not None and probs[10] == 1.0
-    probs, src = region_probs("E", [[("E", math.log(0.6)), ("C", math.log(0.3))]])
-    assert src == "logprobs" and probs is not None
-    assert probs[4] == pytest.approx(2 / 3) and probs[2] == pytest.approx(1 / 3)
-    assert region_probs("the kitchen", None) == (None, "unparsable")
 
 
 def test_goe_round_is_a_hop_then_three_turns() -> None:
