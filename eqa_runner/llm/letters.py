@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from eqa_runner.llm.estimate import RequestEstimate
 from eqa_runner.llm.logprobs import option_logprob
 from eqa_runner.llm.messages import Message, assistant
 from eqa_runner.llm.usage import Completion
@@ -110,3 +111,23 @@ async def _option_loss(
     total = sum(e)
     missing = tuple(o for o, lp in zip(options, lps, strict=True) if lp is None)
     return Scored([v / total for v in e], "option_loss", "", missing, calls=len(options))
+
+
+def expand_estimates(reqs: Sequence[RequestEstimate], mode: str) -> list[RequestEstimate]:
+    """The dry run's requests under ``mode``: with ``option_loss`` each letter question becomes
+    one request per option (the option appended as the assistant's message, 1 token out)."""
+    if mode != "option_loss":
+        return list(reqs)
+    out: list[RequestEstimate] = []
+    memo: dict[int, list[RequestEstimate]] = {}
+    for r in reqs:
+        if not r.options:
+            out.append(r)
+            continue
+        if id(r) not in memo:  # a step's request repeated: one expansion
+            memo[id(r)] = [
+                RequestEstimate(r.role, [*r.messages, assistant(o)], r.image_sizes, (), 1)
+                for o in r.options
+            ]
+        out.extend(memo[id(r)])
+    return out

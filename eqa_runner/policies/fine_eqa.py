@@ -177,8 +177,10 @@ class FineEQAProposer(VLMExploreProposer):
         n = self.vp.num_prompt_points
         return [
             *super().step_requests(episode, size),
-            RequestEstimate("policy", region_messages(), [size]),
-            RequestEstimate("policy", point_messages(REGION_NAMES[0], n), [size]),
+            RequestEstimate("policy", region_messages(), [size], tuple(option_letters(20))),
+            RequestEstimate(
+                "policy", point_messages(REGION_NAMES[0], n), [size], tuple(option_letters(n))
+            ),
         ]
 
     def episode_requests(self, episode: Episode) -> list[RequestEstimate]:

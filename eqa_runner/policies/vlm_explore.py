@@ -78,6 +78,7 @@ from eqa_runner.sim import geometry as geo
 from eqa_runner.types import Episode
 
 T = TypeVar("T")
+YES_NO = ("Yes", "No")
 
 
 class VLMExploreProposer(FrontierProposer, GuidedProposer):
@@ -253,12 +254,13 @@ class VLMExploreProposer(FrontierProposer, GuidedProposer):
         """The extra requests of one step (worst case: points drawn every step)."""
         out = []
         if self.ask_confidence:
-            out.append(RequestEstimate("policy", confident_messages(episode), [size]))
+            out.append(RequestEstimate("policy", confident_messages(episode), [size], YES_NO))
         if self.use_lsv:
             n = self.vp.num_prompt_points
-            out.append(RequestEstimate("policy", direction_messages(episode, n), [size]))
+            msgs = direction_messages(episode, n)
+            out.append(RequestEstimate("policy", msgs, [size], tuple(option_letters(n))))
         if self.use_gsv:
-            out.append(RequestEstimate("policy", worth_messages(episode), [size]))
+            out.append(RequestEstimate("policy", worth_messages(episode), [size], YES_NO))
         return out
 
     def prompt_records(self) -> dict[str, dict[str, object]]:

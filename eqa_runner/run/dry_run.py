@@ -9,6 +9,7 @@ from omegaconf import DictConfig
 
 from eqa_runner.llm import LLMClient, estimate_call
 from eqa_runner.llm.estimate import RequestEstimate
+from eqa_runner.llm.letters import expand_estimates
 from eqa_runner.llm.messages import message_text
 from eqa_runner.run.context import Components
 from eqa_runner.types import Episode
@@ -40,6 +41,7 @@ class CallEstimates:
             r.role,
             tuple((m["role"], message_text([m])) for m in r.messages),
             tuple(r.image_sizes),
+            r.max_tokens,
         )
         hit = self._memo.get(key)
         if hit is None:
@@ -47,7 +49,7 @@ class CallEstimates:
                 self.models[r.role],
                 r.messages,
                 r.image_sizes,
-                self.max_tokens[r.role],
+                r.max_tokens or self.max_tokens[r.role],
                 self.prices[r.role],
             )
         self._last = (r, hit)
@@ -86,6 +88,7 @@ def episode_cost(
         else _prices(cfg, parts)
     )
     reqs = parts.policy.estimate_requests(ep, parts.task, cfg.prompts.dir)
+    reqs = expand_estimates(reqs, str(cfg.llm.get("letter_scoring") or "top_logprobs"))
     reqs += parts.judge.estimate_requests(ep, cfg.prompts.dir)
     total: float | None = 0.0
     calls = CallEstimates(models, max_tokens, prices)
@@ -160,6 +163,7 @@ def dry_run(cfg: DictConfig, parts: Components, episodes: Sequence[Episode]) -> 
     for ep in episodes:
         try:
             reqs = policy.estimate_requests(ep, task, cfg.prompts.dir)
+            reqs = expand_estimates(reqs, str(cfg.llm.get("letter_scoring") or "top_logprobs"))
         except Exception as e:  # noqa: BLE001 - reported, the estimate goes on
             problems.append(f"{ep.episode_id}: {e}")
             reqs = []

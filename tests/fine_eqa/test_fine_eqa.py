@@ -67,3 +67,25 @@ def test_fine_eqa_over_the_test_server(compose_cfg, llm_server, express_demo, tm
         assert d == pytest.approx(math.radians(30), abs=1e-4)
     region_reqs = [q for q in llm_server.requests if "What kind of room" in str(q["body"])]
     assert region_reqs and all(q["body"]["top_logprobs"] == 20 for q in region_reqs)
+
+
+def test_dry_run_prices_the_region_call_and_each_letter_mode(compose_cfg, express_demo):
+    from eqa_runner.llm.letters import expand_estimates
+    from eqa_runner.policies.base import Policy
+    from eqa_runner.run.build import build
+    from eqa_runner.types import Episode
+
+    ep = Episode("e", "Where is the TV?", "", "", [], "s", {})
+    over = ["task=express", f"task.data_dir={express_demo}", "policy=fine_eqa",
+            "policy.max_steps=7"]  # fmt: skip
+    pol = build(compose_cfg(over).policy, Policy, "policy")
+    reqs = pol.estimate_requests(ep, None, None)
+    # the region call, then per step: direction, worth, region, region point + the stop check
+    assert len(reqs) == 1 + 7 * 4 + 7 + 1
+    assert "names alone" in str(reqs[0].messages) and not reqs[0].image_sizes
+    assert len(expand_estimates(reqs, "parsed")) == len(reqs)
+    per_step = 3 + 2 + 20 + 3  # one request per option: A-C, Yes/No, A-T, A-C
+    loss = expand_estimates(reqs, "option_loss")
+    assert len(loss) == 1 + 7 * per_step + 7 + 1
+    assert all(r.max_tokens == 1 for r in loss if r.messages[-1]["role"] == "assistant")
+    assert set(pol.prompts(None)) >= {"vlm/regions", "vlm/region", "vlm/region_point"}
