@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,11 @@ COLORS = {
     "goal": (210, 20, 40),
     "final": (20, 20, 20),
     "text": (20, 20, 20),
+    "goal_hop": (200, 0, 160),  # a goal-oriented hop (source "goe*", policy=fine_eqa)
 }
+# region discs (a trace's ``region_points``), one colour per region name in order of appearance
+REGION_COLORS = [(170, 210, 255), (180, 235, 170), (255, 215, 160), (230, 190, 240),
+                 (255, 190, 190), (200, 200, 140), (160, 225, 225), (220, 220, 220)]  # fmt: skip
 OBSTACLE_M = 0.6  # non-navigable cells this close to the floor are drawn as obstacles
 FLOOR_BAND_M = 1.0  # trajectory points farther than this from the drawn floor are dropped
 MAX_PX = 320  # the longer side of a map image
@@ -82,6 +86,9 @@ class TracePoints:
     asked: list[int]  # indices into ``path`` of steps where a model was asked
     goal: np.ndarray | None
     d_t: float | None
+    sources: list[str] = field(default_factory=list)  # each step's waypoint source
+    regions: list[tuple[str, np.ndarray]] = field(default_factory=list)  # (name, position)
+    region_radius_m: float = 1.0
 
 
 def _asked(step: Mapping[str, Any]) -> bool:
@@ -106,11 +113,19 @@ def trace_points(trace: Mapping[str, Any]) -> TracePoints | None:
         return None
     goal = trace.get("goal_position")
     d_t = trace.get("d_t")
+    regions = [
+        (str(r["region"]), np.asarray(r["position"], dtype=float).reshape(3))
+        for r in trace.get("region_points") or []
+        if isinstance(r, Mapping) and r.get("position") is not None
+    ]
     return TracePoints(
         path=np.asarray(pts, dtype=float).reshape(-1, 3),
         asked=asked,
         goal=None if not goal else np.asarray(goal, dtype=float).reshape(3),
         d_t=None if d_t is None or not math.isfinite(float(d_t)) else float(d_t),
+        sources=[str(s.get("source") or "") for s in steps],
+        regions=regions,
+        region_radius_m=float(trace.get("region_radius_m") or 1.0),
     )
 
 
@@ -185,8 +200,23 @@ def render_trajectory(
         return ((p[0] - x0) / c - i0) * s, ((p[2] - z0) / c - j0) * s + HEADER_PX
 
     if tp is not None:
+        _draw_regions(draw, tp, px, s / c)
         _draw_marks(draw, tp, on_floor, px, s)
     return img, px, s
+
+
+def _draw_regions(draw: ImageDraw.ImageDraw, tp: TracePoints, px: Pixel, px_per_m: float) -> None:
+    """The region map's painted discs (a trace's ``region_points``), one colour per region."""
+    names = list(dict.fromkeys(name for name, _ in tp.regions))
+    rr = tp.region_radius_m * px_per_m
+    for name, p in tp.regions:
+        col = REGION_COLORS[names.index(name) % len(REGION_COLORS)]
+        _dot(draw, px(p), rr, fill=col)
+    for k, name in enumerate(names[:4]):  # a legend under the caption
+        col = REGION_COLORS[k % len(REGION_COLORS)]
+        x = 4 + 80 * k
+        draw.rectangle([x, HEADER_PX + 2, x + 8, HEADER_PX + 10], fill=col, outline=(0, 0, 0))
+        draw.text((x + 11, HEADER_PX + 1), name[:11], fill=COLORS["text"])
 
 
 def _dot(draw: ImageDraw.ImageDraw, xy: tuple[float, float], r: float, **kw: Any) -> None:
@@ -212,6 +242,9 @@ def _draw_marks(
     for k in tp.asked:
         if k < len(xy) and on_floor[k]:
             _dot(draw, xy[k], r, outline=COLORS["asked"], width=2)
+    for k, q in enumerate(xy[1:], start=1):  # reached by a goal-oriented hop (source "goe")
+        if on_floor[k] and k - 1 < len(tp.sources) and tp.sources[k - 1] == "goe":
+            _dot(draw, q, r * 1.1, fill=COLORS["goal_hop"], outline=(255, 255, 255))
     if on_floor[0]:
         _dot(draw, xy[0], r * 1.6, fill=COLORS["start"], outline=(255, 255, 255))
     final = xy[-1]
@@ -227,6 +260,11 @@ def _draw_marks(
         draw.rectangle([final[0] - h, final[1] - h, final[0] + h, final[1] + h],
                        fill=COLORS["final"], outline=(255, 255, 255))  # fmt: skip
     label = f"{len(tp.path) - 1} hops, {len(tp.asked)} asked"
+    n_goal = sum(s == "goe" for s in tp.sources)
+    if n_goal:
+        turns = sum(s == "goe_turn" for s in tp.sources)
+        fbe = sum(not s.startswith("goe") for s in tp.sources)
+        label += f", GOE {n_goal} hops + {turns} turns, FBE {fbe}"
     if tp.d_t is not None:
         label += f", d_T {tp.d_t:.2f} m"
     draw.text((4, 3), label, fill=COLORS["text"])

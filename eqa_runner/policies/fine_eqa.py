@@ -41,6 +41,7 @@ from eqa_runner.policies.guided import GuidedExplorePolicy
 from eqa_runner.policies.proposer import DesignedStop, StepView, Waypoint
 from eqa_runner.policies.vlm_explore import VLMExploreProposer
 from eqa_runner.policies.vlm_questions import PROMPTS, ask_letter, vlm_messages, vlm_prompt
+from eqa_runner.sim import geometry as geo
 from eqa_runner.types import Episode
 
 REGIONS_Q, REGION_Q, POINT_Q = "regions", "region", "region_point"
@@ -152,6 +153,19 @@ class FineEQAProposer(VLMExploreProposer):
         fe.update(point=option_letters(n)[k], point_source=s.source, point_reply=s.text[:200])
         await ctx.run_cpu(self._timed, "regions", self.regions.integrate, pts.cells[k], region)
 
+    def _region_points(self) -> list[dict[str, Any]]:
+        """The painted region points in the habitat frame (the trajectory map draws them)."""
+        r = self.regions
+        if r is None or not r.painted or self.planner.volume is None:
+            return []
+        vol, z = self.planner._vol, self.planner.floor_height
+        out = []
+        for i, j, reg in r.painted:
+            xy = vol.grid_to_world(np.array([i, j], dtype=float))
+            h = geo.normal_to_habitat(np.array([xy[0], xy[1], z]))
+            out.append({"region": REGION_NAMES[reg], "position": [round(float(v), 3) for v in h]})
+        return out
+
     def _count_region(self, question: str, s: Scored) -> None:
         self.region_calls[question] += 1
         key = f"{question}:{s.source}"
@@ -161,6 +175,7 @@ class FineEQAProposer(VLMExploreProposer):
     def finish(self) -> dict[str, Any]:
         out = super().finish()
         r = self.regions
+        out.update(region_points=self._region_points(), region_radius_m=self.config.region_radius)
         out["fine_eqa"] = {
             "region_reply": None if self.region_reply is None else self.region_reply[:200],
             "relevant": [] if r is None else [REGION_NAMES[g.region] for g in r.goals],

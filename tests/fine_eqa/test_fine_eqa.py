@@ -89,3 +89,29 @@ def test_dry_run_prices_the_region_call_and_each_letter_mode(compose_cfg, expres
     assert len(loss) == 1 + 7 * per_step + 7 + 1
     assert all(r.max_tokens == 1 for r in loss if r.messages[-1]["role"] == "assistant")
     assert set(pol.prompts(None)) >= {"vlm/regions", "vlm/region", "vlm/region_point"}
+
+
+def test_trajectory_map_draws_region_discs_and_goal_hops() -> None:
+    import numpy as np
+
+    from eqa_runner.mapping.trajectory import COLORS, REGION_COLORS, draw_trajectory, trace_points
+    from eqa_runner.sim.base import NavigableMap
+
+    nav = NavigableMap(np.ones((60, 60), dtype=bool), (-1.0, -1.0), 0.1, 0.0)
+    steps = [
+        {"position": [0.0, 0.0, 0.0], "source": "frontier"},
+        {"position": [1.0, 0.0, 1.0], "source": "goe"},
+        {"position": [3.0, 0.0, 3.0], "source": "goe_turn"},
+        {"position": [3.0, 0.0, 3.0], "source": "frontier"},
+    ]
+    trace = {"steps": steps, "final_position": [0.5, 0.0, 4.0],
+             "region_points": [{"region": "kitchen", "position": [4.0, 0.0, 1.0]}],
+             "region_radius_m": 0.8}  # fmt: skip
+    tp = trace_points(trace)
+    assert tp is not None and tp.sources == ["frontier", "goe", "goe_turn", "frontier"]
+    assert [n for n, _ in tp.regions] == ["kitchen"]
+    img = np.asarray(draw_trajectory(nav, trace))
+    colours = {tuple(int(v) for v in c) for c in img.reshape(-1, 3)}
+    assert REGION_COLORS[0] in colours and COLORS["goal_hop"] in colours
+    plain = np.asarray(draw_trajectory(nav, {"steps": steps[:1], "final_position": [0, 0, 0]}))
+    assert REGION_COLORS[0] not in {tuple(int(v) for v in c) for c in plain.reshape(-1, 3)}
