@@ -28,7 +28,10 @@ from dataclasses import dataclass, field
 
 from eqa_runner.llm.replies import tidy_reply
 
-LETTERS = "ABCDEFGH"
+# option letters: up to 20 (Fine-EQA's region question, A..T); the reply parser below reads
+# A..H only (a lone "I" is a pronoun), so a longer list is scored by log-probabilities or by
+# :func:`leading_letter`
+LETTERS = "ABCDEFGHIJKLMNOPQRST"
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,16 @@ def option_letters(n: int) -> str:
     if not 1 <= n <= len(LETTERS):
         raise ValueError(f"{n} options: expected 1..{len(LETTERS)}")
     return LETTERS[:n]
+
+
+_LEAD = re.compile(r"^[\s*_`'\"(\[]*([A-Z])(?:[.:,)\]*]|\s*$|\s+(?![a-z]))")
+
+
+def leading_letter(reply: str, letters: str) -> str | None:
+    """The option letter a reply starts with ("K", "K.", "(K) kitchen"), else None (a letter
+    followed by a lower-case word is a word: "I think", "A sofa")."""
+    m = _LEAD.match(tidy_reply(reply))
+    return m.group(1) if m and m.group(1) in letters else None
 
 
 def softmax_letters(logprobs: Mapping[str, float], letters: str) -> dict[str, float]:

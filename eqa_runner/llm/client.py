@@ -40,7 +40,7 @@ from eqa_runner.llm.completions import direct_completion, litellm_completion
 from eqa_runner.llm.config import LLMConfig
 from eqa_runner.llm.errors import EmptyReplyError, LLMError, short
 from eqa_runner.llm.loader import load_litellm
-from eqa_runner.llm.logprobs import logprob_params
+from eqa_runner.llm.logprobs import logprob_params, prompt_logprob_params
 from eqa_runner.llm.messages import Message, message_images, message_text, wire_messages
 from eqa_runner.llm.offline import DEFAULT_OFFLINE_REPLY, is_offline, offline_completion
 from eqa_runner.llm.retries import RetryLoop
@@ -259,6 +259,7 @@ class LLMClient:
         *,
         offline_reply: str = DEFAULT_OFFLINE_REPLY,
         top_logprobs: int | None = None,
+        prompt_logprobs: int | None = None,
     ) -> Completion:
         """One chat completion: cache → (retrying) call → accounting. Raises :class:`LLMError`.
 
@@ -266,6 +267,8 @@ class LLMClient:
         (``Completion.logprobs``; None where the provider returns none).
         """
         extra = logprob_params(top_logprobs)
+        if prompt_logprobs:  # option_loss: score the open final assistant message
+            extra.update(prompt_logprob_params(prompt_logprobs))
         params = {**self.params(), **extra}
         if self.offline:
             c = offline_completion(offline_reply, params)
@@ -279,7 +282,7 @@ class LLMClient:
             account(c)
             return c
         c = await self._call_with_retries(messages, params, payload)
-        if not c.text.strip():
+        if not c.text.strip() and not (prompt_logprobs and c.prompt_logprobs):
             # empty reply / budget spent on hidden reasoning: one retry with a larger budget
             bigger = (params.get("max_tokens") or 256) * 4
             log.warning(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from eqa_runner.llm.config import LLMConfig
-from eqa_runner.llm.logprobs import validated_logprobs
+from eqa_runner.llm.logprobs import last_prompt_logprobs, validated_logprobs
 from eqa_runner.llm.usage import Completion
 
 
@@ -32,6 +32,7 @@ def direct_completion(
     prompt = int(usage.get("prompt_tokens") or 0)
     completion = int(usage.get("completion_tokens") or 0)
     logprobs, bad = validated_logprobs(choice) if params.get("logprobs") else (None, 0)
+    plp, bad_p = last_prompt_logprobs(reply.get("prompt_logprobs"))
     return Completion(
         text=message.get("content") or "",
         model=client.cfg.model,
@@ -44,7 +45,8 @@ def direct_completion(
         payload_bytes=payload,
         params=client.sent_params(params),
         logprobs=logprobs,
-        invalid_logprobs=bad,
+        invalid_logprobs=bad + bad_p,
+        prompt_logprobs=plp,
     )
 
 
@@ -66,6 +68,7 @@ def litellm_completion(
     if explicit is not None:  # the config's price wins (llm.input_usd_per_mtok ...)
         cost = (explicit[0] * prompt + explicit[1] * completion) / 1e6
     logprobs, bad = validated_logprobs(choice) if params.get("logprobs") else (None, 0)
+    plp, bad_p = last_prompt_logprobs(getattr(resp, "prompt_logprobs", None))
     return Completion(
         text=text,
         model=client.cfg.model,
@@ -78,5 +81,6 @@ def litellm_completion(
         payload_bytes=payload,
         params=client.sent_params(params),
         logprobs=logprobs,
-        invalid_logprobs=bad,
+        invalid_logprobs=bad + bad_p,
+        prompt_logprobs=plp,
     )

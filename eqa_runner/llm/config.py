@@ -14,6 +14,10 @@ IMAGE_FORMATS = ("png", "jpeg")
 # "adaptive": calls in flight per endpoint learned by AIMD on 429s / timeouts (docs/concurrency.md);
 # "fixed": always up to the ceiling (min of max_concurrent_calls and run.workers)
 CONCURRENCY = ("adaptive", "fixed")
+# how a letter question (A/B/C..., Yes/No) is scored: the generated answer's top-k token
+# log-probabilities | the option token's log-probability given the prompt (vLLM: one request per
+# option with prompt_logprobs and continue_final_message) | the parsed reply (one-hot)
+LETTER_SCORING = ("top_logprobs", "option_loss", "parsed")
 
 
 # what a ``model`` key must name (a blank one is refused when the config is composed)
@@ -42,6 +46,8 @@ class LLMConfig:
     direct_http: bool = True
     transport: str = one_of("thread", TRANSPORTS)  # litellm path only
     image_format: str = one_of("png", IMAGE_FORMATS)  # png (paper) | jpeg
+    # every letter question of every policy (llm/letters.py): top_logprobs | option_loss | parsed
+    letter_scoring: str = one_of("top_logprobs", LETTER_SCORING)
     extra_params: dict[str, Any] = field(default_factory=dict)
     # an explicit price (USD per million tokens), for models litellm has no price for (a
     # self-hosted model, a new snapshot); used for cost accounting and run.max_cost_usd

@@ -18,6 +18,9 @@ class RequestEstimate:
     role: str
     messages: list[Message]
     image_sizes: list[tuple[int, int]] = field(default_factory=list)
+    # a letter question's options (llm.letter_scoring=option_loss asks once per option)
+    options: tuple[str, ...] = ()
+    max_tokens: int | None = None  # this request's completion cap (None: the role's)
 
 
 def image_tokens(width: int, height: int) -> int:

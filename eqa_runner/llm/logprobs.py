@@ -29,6 +29,42 @@ def logprob_params(top_logprobs: int | None) -> dict[str, Any]:
     return {"logprobs": True, "top_logprobs": int(top_logprobs)}
 
 
+def prompt_logprob_params(k: int) -> dict[str, Any]:
+    """vLLM's request fields that score the prompt's last tokens (``option_loss``): the final
+    assistant message left open (``continue_final_message``, no generation prompt) and the top
+    ``k`` log-probabilities of every prompt token (the token itself always included)."""
+    body = {"prompt_logprobs": int(k), "continue_final_message": True,
+            "add_generation_prompt": False}  # fmt: skip
+    return {"max_tokens": 1, "extra_body": body}
+
+
+def last_prompt_logprobs(prompt_logprobs: Any) -> tuple[list[tuple[str, float]] | None, int]:
+    """The last prompt position's valid ``(decoded_token, logprob)`` entries of a response's
+    ``prompt_logprobs`` (vLLM: a list per prompt token of None or ``{token_id: {logprob, rank,
+    decoded_token}}``), and how many entries were dropped as invalid; None when absent."""
+    if not isinstance(prompt_logprobs, list) or not prompt_logprobs:
+        return None, 0
+    last = prompt_logprobs[-1]
+    if not isinstance(last, dict):
+        return None, 0
+    out, bad = [], 0
+    for entry in last.values():
+        tok, lp = _field(entry, "decoded_token"), valid_logprob(_field(entry, "logprob"))
+        if isinstance(tok, str) and lp is not None:
+            out.append((tok, lp))
+        else:
+            bad += 1
+    return out, bad
+
+
+def option_logprob(entries: Sequence[tuple[str, float]] | None, option: str) -> float | None:
+    """The option's log-probability at the last prompt position (its decoded token, spaces
+    ignored), or None when the position does not hold it."""
+    want = option.strip()
+    best = [lp for tok, lp in entries or () if tok.strip() == want]
+    return max(best) if best else None
+
+
 def _field(obj: Any, name: str) -> Any:
     if obj is None:
         return None

@@ -35,6 +35,10 @@ def user(*parts: str | ImagePart) -> Message:
     return {"role": "user", "content": list(parts)}
 
 
+def assistant(text: str) -> Message:
+    return {"role": "assistant", "content": text}
+
+
 def message_images(messages: Sequence[Message]) -> list[ImagePart]:
     return [
         p

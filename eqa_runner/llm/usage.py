@@ -31,12 +31,17 @@ class Completion:
     # and returned; None otherwise (llm/logprobs.py). Old cache entries lack it: None.
     logprobs: list[list[tuple[str, float]]] | None = None
     invalid_logprobs: int = 0  # entries dropped as not a log-probability (llm/logprobs.py)
+    # the last prompt position's (decoded token, logprob) entries, when asked for with
+    # prompt_logprobs=k (vLLM's field; llm/logprobs.py option_logprob)
+    prompt_logprobs: list[tuple[str, float]] | None = None
 
     def __post_init__(self) -> None:
         if self.logprobs is not None:  # read back from the JSON cache: lists for tuples
             from eqa_runner.llm.logprobs import as_top_logprobs
 
             self.logprobs = as_top_logprobs(self.logprobs)
+        if self.prompt_logprobs is not None:
+            self.prompt_logprobs = [(str(t), float(v)) for t, v in self.prompt_logprobs]
 
 
 USAGE_KEYS: tuple[str, ...] = tuple(UsageInfo.__annotations__)

@@ -89,6 +89,7 @@ class RegionMap:
         self.fbe = True  # upstream exp_fbe_state: True = FBE, False = GOE
         self.points: dict[int, list[np.ndarray]] = {}  # every point placed, per region
         self.visited: list[tuple[int, int]] = []  # GOE targets taken (upstream exped_point)
+        self.painted: list[tuple[int, int, int]] = []  # (cell i, cell j, region) per point
 
     # ------------------------------------------------------------------ painting
     def _disc(self, c: np.ndarray | tuple[float, float], r: int, value: int) -> None:
@@ -114,6 +115,7 @@ class RegionMap:
     def integrate(self, cell: np.ndarray, region: int) -> None:
         """The point at ``cell`` lies in ``region``: paint, join, maybe queue it as a target."""
         p = np.asarray(cell, dtype=float)
+        self.painted.append((int(p[0]), int(p[1]), int(region)))
         self._disc(p, self.radius_vox, region)
         if region not in self.points:
             self.points[region] = [p]

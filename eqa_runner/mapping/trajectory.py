@@ -37,7 +37,11 @@ COLORS = {
     "goal": (210, 20, 40),
     "final": (20, 20, 20),
     "text": (20, 20, 20),
+    "goal_hop": (200, 0, 160),  # a goal-oriented hop (source "goe*", policy=fine_eqa)
 }
+# region discs (a trace's ``region_points``), one colour per region name in order of appearance
+REGION_COLORS = [(170, 210, 255), (180, 235, 170), (255, 215, 160), (230, 190, 240),
+                 (255, 190, 190), (200, 200, 140), (160, 225, 225), (220, 220, 220)]  # fmt: skip
 # what each mark of a trajectory map means: (shape, colour, label), one legend in the HTML report
 LEGEND: tuple[tuple[str, tuple[int, int, int], str], ...] = (
     ("circle", COLORS["start"], "start"),
@@ -46,6 +50,8 @@ LEGEND: tuple[tuple[str, tuple[int, int, int], str], ...] = (
     ("dash", COLORS["teleport"], "a hop with no path (unreachable)"),
     ("triangle", COLORS["final"], "the agent at the end, facing where it looks"),
     ("diamond", COLORS["goal"], "goal; dashed: the path from the end to it"),
+    ("circle", COLORS["goal_hop"], "reached by a goal-oriented hop (policy=fine_eqa)"),
+    ("square", REGION_COLORS[0], "a region seen (fine_eqa's region map; names in the caption)"),
     ("square", COLORS["obstacle"], "obstacle"),
     ("square", COLORS["floor"], "navigable floor"),
 )
@@ -106,6 +112,9 @@ class TracePoints:
     teleports: frozenset[int] = frozenset()  # hops with no geodesic (unreachable): drawn dashed
     goal_leg: np.ndarray | None = None  # the final position to the goal along its path
     headings: list[float | None] = field(default_factory=list)  # habitat yaw after each hop
+    sources: list[str] = field(default_factory=list)  # each step's waypoint source
+    regions: list[tuple[str, np.ndarray]] = field(default_factory=list)  # (name, position)
+    region_radius_m: float = 1.0
 
 
 def _asked(step: Mapping[str, Any]) -> bool:
@@ -148,6 +157,11 @@ def trace_points(trace: Mapping[str, Any]) -> TracePoints | None:
     goal_leg = None
     if goal and finite:
         goal_leg = np.asarray([pts[-1], *_pts(trace.get("goal_via")), list(map(float, goal))])
+    regions = [
+        (str(r["region"]), np.asarray(r["position"], dtype=float).reshape(3))
+        for r in trace.get("region_points") or []
+        if isinstance(r, Mapping) and r.get("position") is not None
+    ]
     return TracePoints(
         path=np.asarray(pts, dtype=float).reshape(-1, 3),
         asked=asked,
@@ -157,6 +171,9 @@ def trace_points(trace: Mapping[str, Any]) -> TracePoints | None:
         teleports=frozenset(teleports),
         goal_leg=goal_leg,
         headings=headings,
+        sources=[str(s.get("source") or "") for s in steps],
+        regions=regions,
+        region_radius_m=float(trace.get("region_radius_m") or 1.0),
     )
 
 
@@ -174,6 +191,13 @@ def caption(trace: Mapping[str, Any]) -> str:
     parts = [f"{taken} steps" + (f" of {trace['num_steps']}" if trace.get("num_steps") else "")]
     if tp is not None:
         parts.append(f"{len(tp.asked)} asked a model")
+        goal_hops = sum(src == "goe" for src in tp.sources)
+        if goal_hops:  # fine_eqa: goal-oriented hops towards the question's regions, else FBE
+            turns = sum(src == "goe_turn" for src in tp.sources)
+            fbe = sum(not src.startswith("goe") for src in tp.sources)
+            parts.append(f"GOE {goal_hops} hops + {turns} turns, FBE {fbe}")
+        if tp.regions:
+            parts.append("regions seen: " + ", ".join(dict.fromkeys(n for n, _ in tp.regions)))
     path_len = trace.get("path_len")
     if isinstance(path_len, (int, float)) and math.isfinite(path_len):
         parts.append(f"walked {float(path_len):.1f} m")
@@ -257,6 +281,7 @@ def render_trajectory(
 
     if tp is not None:
         on_floor = np.abs(tp.path[:, 1] - nav.floor_y) <= FLOOR_BAND_M
+        _draw_regions(draw, tp, px, s / c)
         _draw_marks(draw, tp, on_floor, px, s, len(tp.path) - 1 if upto is None else upto)
     return img, px, s
 
@@ -268,6 +293,15 @@ def time_color(t: float) -> tuple[int, int, int]:
     a, b, f = TIME_RAMP[k], TIME_RAMP[k + 1], t - k
     return (round(a[0] + (b[0] - a[0]) * f), round(a[1] + (b[1] - a[1]) * f),
             round(a[2] + (b[2] - a[2]) * f))  # fmt: skip
+
+
+def _draw_regions(draw: ImageDraw.ImageDraw, tp: TracePoints, px: Pixel, px_per_m: float) -> None:
+    """The region map's painted discs (a trace's ``region_points``), one colour per region."""
+    names = list(dict.fromkeys(name for name, _ in tp.regions))
+    rr = tp.region_radius_m * px_per_m
+    for name, p in tp.regions:
+        col = REGION_COLORS[names.index(name) % len(REGION_COLORS)]
+        _dot(draw, px(p), rr, fill=col)
 
 
 def _dot(draw: ImageDraw.ImageDraw, xy: tuple[float, float], r: float, **kw: Any) -> None:
@@ -324,6 +358,9 @@ def _draw_marks(
                 _dot(draw, xy[k], r, fill=color, outline=COLORS["asked"], width=2)
             else:
                 _dot(draw, xy[k], r * 0.6, fill=color)
+    for k in range(1, min(upto + 1, len(xy))):  # reached by a goal-oriented hop ("goe")
+        if on_floor[k] and k - 1 < len(tp.sources) and tp.sources[k - 1] == "goe":
+            _dot(draw, xy[k], r * 1.1, fill=COLORS["goal_hop"], outline=(255, 255, 255))
     if on_floor[0]:
         _dot(draw, xy[0], r * 1.6, fill=COLORS["start"], outline=(255, 255, 255))
     if tp.goal is not None:

@@ -30,8 +30,9 @@ from typing import Any
 import numpy as np
 
 from eqa_runner.llm import OFFLINE_TAG, ImagePart, LLMClient, Message, RequestEstimate
-from eqa_runner.llm.choice import option_letters
+from eqa_runner.llm.choice import leading_letter, option_letters
 from eqa_runner.llm.config import LLMConfig
+from eqa_runner.llm.letters import Scored
 from eqa_runner.mapping.regions import REGION_NAMES, UNKNOWN, RegionMap, parse_regions
 from eqa_runner.policies.config import FineEQAProposerConfig
 from eqa_runner.policies.context import EpisodeContext
@@ -39,7 +40,8 @@ from eqa_runner.policies.explore import STOP_ENDPOINT_KEYS
 from eqa_runner.policies.guided import GuidedExplorePolicy
 from eqa_runner.policies.proposer import DesignedStop, StepView, Waypoint
 from eqa_runner.policies.vlm_explore import VLMExploreProposer
-from eqa_runner.policies.vlm_questions import PROMPTS, ask, letter_probs, vlm_messages, vlm_prompt
+from eqa_runner.policies.vlm_questions import PROMPTS, ask_letter, vlm_messages, vlm_prompt
+from eqa_runner.sim import geometry as geo
 from eqa_runner.types import Episode
 
 REGIONS_Q, REGION_Q, POINT_Q = "regions", "region", "region_point"
@@ -133,33 +135,47 @@ class FineEQAProposer(VLMExploreProposer):
     async def _observe_region(self, view: StepView, ctx: EpisodeContext, fe: dict) -> None:
         """The region the frame shows and, unless unknown, the point in it (into the map)."""
         assert self.regions is not None and self.last_points is not None
-        c = await ask(ctx.llm, region_messages(ImagePart(view.frame)), f"T {OFFLINE_TAG}",
-                      self.region_top)  # fmt: skip
-        probs, src = letter_probs(c.text, getattr(c, "logprobs", None), 20)
-        self._count_region(REGION_Q, src)
-        region = UNKNOWN if probs is None else int(np.argmax(probs))
-        fe.update(region=REGION_NAMES[region], region_source=src, region_reply=c.text[:200])
+        msgs = region_messages(ImagePart(view.frame))
+        s = await ask_letter(ctx.llm, msgs, f"T {OFFLINE_TAG}", self.region_top, 20,
+                             parse=leading_letter)  # fmt: skip
+        self._count_region(REGION_Q, s)
+        region = UNKNOWN if s.probs is None else int(np.argmax(s.probs))
+        fe.update(region=REGION_NAMES[region], region_source=s.source, region_reply=s.text[:200])
         if region == UNKNOWN:
             return
         pts = self.last_points
         n = len(pts)
         img = ImagePart(self.last_drawn or view.frame)
-        c = await ask(ctx.llm, point_messages(REGION_NAMES[region], n, img), f"A {OFFLINE_TAG}",
-                      self.top_logprobs)  # fmt: skip
-        pp, src = letter_probs(c.text, getattr(c, "logprobs", None), n)
-        self._count_region(POINT_Q, src)
-        k = 0 if pp is None else int(np.argmax(pp))
-        fe.update(point=option_letters(n)[k], point_source=src, point_reply=c.text[:200])
+        msgs = point_messages(REGION_NAMES[region], n, img)
+        s = await ask_letter(ctx.llm, msgs, f"A {OFFLINE_TAG}", self.top_logprobs, n)
+        self._count_region(POINT_Q, s)
+        k = 0 if s.probs is None else int(np.argmax(s.probs))
+        fe.update(point=option_letters(n)[k], point_source=s.source, point_reply=s.text[:200])
         await ctx.run_cpu(self._timed, "regions", self.regions.integrate, pts.cells[k], region)
 
-    def _count_region(self, question: str, source: str) -> None:
+    def _region_points(self) -> list[dict[str, Any]]:
+        """The painted region points in the habitat frame (the trajectory map draws them)."""
+        r = self.regions
+        if r is None or not r.painted or self.planner.volume is None:
+            return []
+        vol, z = self.planner._vol, self.planner.floor_height
+        out = []
+        for i, j, reg in r.painted:
+            xy = vol.grid_to_world(np.array([i, j], dtype=float))
+            h = geo.normal_to_habitat(np.array([xy[0], xy[1], z]))
+            out.append({"region": REGION_NAMES[reg], "position": [round(float(v), 3) for v in h]})
+        return out
+
+    def _count_region(self, question: str, s: Scored) -> None:
         self.region_calls[question] += 1
-        key = f"{question}:{source}"
+        key = f"{question}:{s.source}"
         self.region_sources[key] = self.region_sources.get(key, 0) + 1
+        self.missing_letters += len(s.missing)
 
     def finish(self) -> dict[str, Any]:
         out = super().finish()
         r = self.regions
+        out.update(region_points=self._region_points(), region_radius_m=self.config.region_radius)
         out["fine_eqa"] = {
             "region_reply": None if self.region_reply is None else self.region_reply[:200],
             "relevant": [] if r is None else [REGION_NAMES[g.region] for g in r.goals],
@@ -176,8 +192,10 @@ class FineEQAProposer(VLMExploreProposer):
         n = self.vp.num_prompt_points
         return [
             *super().step_requests(episode, size),
-            RequestEstimate("policy", region_messages(), [size]),
-            RequestEstimate("policy", point_messages(REGION_NAMES[0], n), [size]),
+            RequestEstimate("policy", region_messages(), [size], tuple(option_letters(20))),
+            RequestEstimate(
+                "policy", point_messages(REGION_NAMES[0], n), [size], tuple(option_letters(n))
+            ),
         ]
 
     def episode_requests(self, episode: Episode) -> list[RequestEstimate]:

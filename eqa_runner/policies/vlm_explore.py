@@ -64,7 +64,8 @@ from eqa_runner.policies.vlm_questions import (
     WORTH,
     _r,
     accepts_logprobs,
-    ask,
+    ask_letter,
+    ask_yes,
     confident_messages,
     direction_messages,
     draw_letters,
@@ -77,6 +78,7 @@ from eqa_runner.sim import geometry as geo
 from eqa_runner.types import Episode
 
 T = TypeVar("T")
+YES_NO = ("Yes", "No")
 
 
 class VLMExploreProposer(FrontierProposer, GuidedProposer):
@@ -105,6 +107,7 @@ class VLMExploreProposer(FrontierProposer, GuidedProposer):
         self.sources: dict[str, int] = {}
         self.prompt_images: list[str] = []
         self.prompted_steps = 0
+        self.missing_letters = 0  # option letters a score could not see (counted, never 0)
 
     def reset(self, episode: Episode, sim: Any, rng: np.random.Generator) -> None:
         super().reset(episode, sim, rng)
@@ -123,11 +126,10 @@ class VLMExploreProposer(FrontierProposer, GuidedProposer):
         word = "Yes" if view.state.step >= OFFLINE_STOP_AFTER else "No"
         with self.times.part("prompt"):
             msgs = confident_messages(view.episode, ImagePart(view.frame))
-        c = await ask(ctx.llm, msgs, f"{word} {OFFLINE_TAG}", self.top_logprobs)
-        p, src = yes_probability(c.text, getattr(c, "logprobs", None))
-        self._count(CONFIDENT, src)
+        p, s = await ask_yes(ctx.llm, msgs, f"{word} {OFFLINE_TAG}", self.top_logprobs)
+        self._count(CONFIDENT, s.source)
         vlm = view.record.setdefault("vlm", {})
-        vlm.update(confidence=_r(p), confidence_source=src, confidence_reply=c.text[:200])
+        vlm.update(confidence=_r(p), confidence_source=s.source, confidence_reply=s.text[:200])
         return p
 
     async def propose_async(
@@ -197,10 +199,13 @@ class VLMExploreProposer(FrontierProposer, GuidedProposer):
             return [scale / n] * n
         with self.times.part("prompt"):
             msgs = direction_messages(ep, n, ImagePart(drawn))
-        c = await ask(ctx.llm, msgs, f"A {OFFLINE_TAG}", self.top_logprobs)
-        probs, src = letter_probs(c.text, getattr(c, "logprobs", None), n)
-        self._count(DIRECTION, src)
-        vlm.update(direction_source=src, direction_reply=c.text[:200])
+        s = await ask_letter(ctx.llm, msgs, f"A {OFFLINE_TAG}", self.top_logprobs, n)
+        probs = s.probs
+        self._count(DIRECTION, s.source)
+        vlm.update(direction_source=s.source, direction_reply=s.text[:200])
+        if s.missing:  # letters outside the returned top-k / prompt position: counted
+            vlm["direction_missing"] = list(s.missing)
+            self.missing_letters += len(s.missing)
         if probs is None:
             probs = [1.0 / n] * n
         return [p * scale for p in probs]
@@ -213,10 +218,9 @@ class VLMExploreProposer(FrontierProposer, GuidedProposer):
             return 1.0
         with self.times.part("prompt"):
             msgs = worth_messages(ep, ImagePart(frame))
-        c = await ask(ctx.llm, msgs, f"Yes {OFFLINE_TAG}", self.top_logprobs)
-        p, src = yes_probability(c.text, getattr(c, "logprobs", None))
-        self._count(WORTH, src)
-        vlm.update(worth=_r(p), worth_source=src, worth_reply=c.text[:200])
+        p, s = await ask_yes(ctx.llm, msgs, f"Yes {OFFLINE_TAG}", self.top_logprobs)
+        self._count(WORTH, s.source)
+        vlm.update(worth=_r(p), worth_source=s.source, worth_reply=s.text[:200])
         return math.exp((0.5 if p is None else p) / self.gsv_T) / self.gsv_F
 
     def _timed(self, part: str, fn: Callable[..., T], *args: Any) -> T:
@@ -240,6 +244,7 @@ class VLMExploreProposer(FrontierProposer, GuidedProposer):
             "calls": dict(self.calls),
             "sources": dict(sorted(self.sources.items())),
             "prompted_steps": self.prompted_steps,
+            "missing_letters": self.missing_letters,
             "prompt_images": list(self.prompt_images),
         }
         return out
@@ -249,12 +254,13 @@ class VLMExploreProposer(FrontierProposer, GuidedProposer):
         """The extra requests of one step (worst case: points drawn every step)."""
         out = []
         if self.ask_confidence:
-            out.append(RequestEstimate("policy", confident_messages(episode), [size]))
+            out.append(RequestEstimate("policy", confident_messages(episode), [size], YES_NO))
         if self.use_lsv:
             n = self.vp.num_prompt_points
-            out.append(RequestEstimate("policy", direction_messages(episode, n), [size]))
+            msgs = direction_messages(episode, n)
+            out.append(RequestEstimate("policy", msgs, [size], tuple(option_letters(n))))
         if self.use_gsv:
-            out.append(RequestEstimate("policy", worth_messages(episode), [size]))
+            out.append(RequestEstimate("policy", worth_messages(episode), [size], YES_NO))
         return out
 
     def prompt_records(self) -> dict[str, dict[str, object]]:

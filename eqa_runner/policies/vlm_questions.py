@@ -22,6 +22,7 @@ from eqa_runner.llm import (
     user,
 )
 from eqa_runner.llm.choice import choice_from_logprobs, option_letters, parse_choice
+from eqa_runner.llm.letters import Scored, score_options
 from eqa_runner.llm.replies import tidy_reply
 from eqa_runner.prompts import Prompt, load_prompt, split_prompt
 from eqa_runner.types import Episode
@@ -149,3 +150,57 @@ def direction_messages(ep: Episode, n: int, *img: ImagePart) -> list[Message]:
 
 def worth_messages(ep: Episode, *img: ImagePart) -> list[Message]:
     return vlm_messages(WORTH, img, question=ep.question)
+
+
+# ---------------------------------------------------------------------------- scoring modes
+def _letter_top(n: int):  # noqa: ANN202
+    letters = option_letters(n)
+
+    def top(c: Completion) -> tuple[list[float] | None, tuple[str, ...]]:
+        ch = choice_from_logprobs(c.logprobs or [], n, c.text)
+        if ch is None:
+            return None, ()
+        return [ch.probs.get(k, 0.0) for k in letters], ch.missing
+
+    return top
+
+
+def _yes_top(c: Completion) -> tuple[list[float] | None, tuple[str, ...]]:
+    p, src = yes_probability(c.text, c.logprobs)
+    if src != "logprobs" or p is None:
+        return None, ()
+    return [p, 1.0 - p], ()
+
+
+async def ask_letter(
+    llm: LLMClient, messages: list[Message], offline_reply: str, top_logprobs: int | None,
+    n: int, parse: Any = None,
+) -> Scored:  # fmt: skip
+    """A question answered by one of the first ``n`` letters, scored by ``llm.letter_scoring``
+    (``parse``: the reply parser, default :func:`parse_choice`)."""
+    letters = option_letters(n)
+
+    def parsed(text: str) -> int | None:
+        k = parse(text, letters) if parse is not None else parse_choice(text, n_options=n)
+        return None if k is None else letters.index(k)
+
+    return await score_options(
+        llm, messages, list(letters), parse=parsed, top=_letter_top(n),
+        offline_reply=offline_reply, top_logprobs=top_logprobs,
+    )  # fmt: skip
+
+
+async def ask_yes(
+    llm: LLMClient, messages: list[Message], offline_reply: str, top_logprobs: int | None
+) -> tuple[float | None, Scored]:
+    """A Yes/No question: (P(Yes) or None, the scoring) by ``llm.letter_scoring``."""
+
+    def parsed(text: str) -> int | None:
+        p, _ = yes_probability(text, None)
+        return None if p is None else (0 if p == 1.0 else 1)
+
+    s = await score_options(
+        llm, messages, ["Yes", "No"], parse=parsed, top=_yes_top,
+        offline_reply=offline_reply, top_logprobs=top_logprobs,
+    )  # fmt: skip
+    return (None if s.probs is None else s.probs[0]), s

@@ -7,6 +7,7 @@ from typing import Any
 
 from eqa_runner.llm import LLMClient, estimate_call
 from eqa_runner.llm.estimate import RequestEstimate
+from eqa_runner.llm.letters import expand_estimates
 from eqa_runner.llm.messages import message_text
 from eqa_runner.run.context import Components
 from eqa_runner.run.plan import RunPlan
@@ -39,6 +40,7 @@ class CallEstimates:
             r.role,
             tuple((m["role"], message_text([m])) for m in r.messages),
             tuple(r.image_sizes),
+            r.max_tokens,
         )
         hit = self._memo.get(key)
         if hit is None:
@@ -46,7 +48,7 @@ class CallEstimates:
                 self.models[r.role],
                 r.messages,
                 r.image_sizes,
-                self.max_tokens[r.role],
+                r.max_tokens or self.max_tokens[r.role],
                 self.prices[r.role],
             )
         self._last = (r, hit)
@@ -78,6 +80,7 @@ def episode_cost(plan: RunPlan, ep: Episode, clients: tuple[LLMClient, LLMClient
     models, max_tokens = _roles(plan)
     prices = _prices(clients)
     reqs = parts.policy.estimate_requests(ep, parts.task, plan.prompts_dir)
+    reqs = expand_estimates(reqs, plan.llm.letter_scoring)
     reqs += parts.judge.estimate_requests(ep, plan.prompts_dir)
     total: float | None = 0.0
     calls = CallEstimates(models, max_tokens, prices)
@@ -153,6 +156,7 @@ def dry_run(plan: RunPlan) -> dict[str, Any]:
     for ep in episodes:
         try:
             reqs = policy.estimate_requests(ep, task, plan.prompts_dir)
+            reqs = expand_estimates(reqs, plan.llm.letter_scoring)
         except Exception as e:  # noqa: BLE001 - reported, the estimate goes on
             problems.append(f"{ep.episode_id}: {e}")
             reqs = []

@@ -162,6 +162,45 @@ def _logprobs(reply: str, first: dict[str, float] | None, top_k: int) -> dict[st
     return {"content": content}
 
 
+def continue_problem(body: dict[str, Any]) -> str | None:
+    """vLLM's check of ``continue_final_message`` (None: the request is fine)."""
+    if not body.get("continue_final_message"):
+        return None
+    if body.get("add_generation_prompt", True):
+        return "Cannot set both `continue_final_message` and `add_generation_prompt` to True."
+    last = body["messages"][-1] if body["messages"] else None
+    if not isinstance(last, dict) or last.get("role") != "assistant":
+        return "continue_final_message needs a final assistant message to continue"
+    return None
+
+
+def _token_id(tok: str) -> str:
+    return str(int(hashlib.sha256(tok.encode()).hexdigest()[:6], 16))
+
+
+def _entry(tok: str, lp: float, rank: int) -> dict[str, Any]:
+    return {"logprob": lp, "rank": rank, "decoded_token": tok}
+
+
+def prompt_logprobs(text: str, dist: dict[str, float] | None, k: int) -> list[Any]:
+    """vLLM's ``prompt_logprobs`` for a prompt whose last token is the option being scored."""
+    toks = [t.strip() for t in _TOKEN_RE.findall(text) if t.strip()] or [""]
+    out: list[Any] = [None]
+    for tok in toks[1:-1]:
+        out.append({_token_id(tok): _entry(tok, 0.0, 1)})
+    if len(toks) > 1:
+        opt = toks[-1]
+        d = dict(dist or {})
+        d.setdefault(opt, max(1e-6, 1.0 - sum(d.values())))
+        ranked = sorted(d.items(), key=lambda kv: -kv[1])
+        last = {_token_id(t): _entry(t, math.log(p), i + 1) for i, (t, p) in
+                enumerate(ranked[: max(0, k)])}  # fmt: skip
+        r = next(i for i, (t, _) in enumerate(ranked) if t == opt)
+        last[_token_id(opt)] = _entry(opt, math.log(d[opt]), r + 1)
+        out.append(last)
+    return out
+
+
 @dataclass
 class Plan:
     index: int
@@ -174,6 +213,7 @@ class Plan:
     include_usage: bool
     logprobs: dict[str, Any] | None = None
     retry_after: float | None = None
+    prompt_logprobs: list[Any] | None = None
 
 
 class ServerState:
@@ -367,10 +407,14 @@ class ServerState:
             lp = None
             if body.get("logprobs") and cfg["logprobs"]:
                 lp = _logprobs(reply, first_probs, int(body.get("top_logprobs") or 0))
+            plp = None
+            if body.get("prompt_logprobs") is not None and body.get("continue_final_message"):
+                plp = prompt_logprobs(text, first_probs, int(body["prompt_logprobs"]))
             retry = self.rate_limited_wait if fault == "rate_limit" else None
             delay = 0.0 if fault == "rate_limit" else float(cfg["latency_s"]) + jitter
             stream = bool(body.get("stream"))  # a refused request (rate limit) is answered at once
-            return Plan(index, model, reply, fault, delay, usage, stream, with_usage, lp, retry)
+            return Plan(index, model, reply, fault, delay, usage, stream, with_usage, lp, retry,
+                        plp)  # fmt: skip
 
     def done(self) -> None:
         with self.lock:
@@ -392,6 +436,7 @@ def completion_body(plan: Plan, finish: str) -> dict[str, Any]:
             }
         ],
         "usage": plan.usage,
+        **({"prompt_logprobs": plan.prompt_logprobs} if plan.prompt_logprobs is not None else {}),
     }
 
 

@@ -18,6 +18,15 @@ alternatives. A rule's ``token_probs`` sets the distribution of the FIRST token 
 token should be one of its keys); every other token has probability 1. With the setting
 ``logprobs: false`` the server ignores the request's ``logprobs`` (``"logprobs": null``), like a
 provider that does not return them.
+
+Prompt log-probabilities (vLLM's ``prompt_logprobs: k`` with ``continue_final_message: true``,
+``add_generation_prompt: false`` and a final assistant message, how ``llm.letter_scoring=
+option_loss`` scores an option): the response carries vLLM's top-level ``prompt_logprobs``, one
+entry per prompt token (words of the messages' text here), None for the first, else ``{token_id:
+{logprob, rank, decoded_token}}`` holding the prompt token and the top ``k``. At the last token
+(the open assistant message, the option) the matching rule's ``token_probs`` is the
+distribution; an option it does not name gets the mass left over (at least 1e-6). Both flags set
+true, or ``continue_final_message`` without a final assistant message, is a 400 as in vLLM.
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ from eqa_runner.testing.llm_rules import (
     FAULT_KINDS,
     ServerState,
     completion_body,
+    continue_problem,
     sse_body,
 )
 
@@ -115,6 +125,9 @@ class _Handler(BaseHTTPRequestHandler):
         if path in ("/v1/chat/completions", "/chat/completions"):
             if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
                 return self._error(400, "'messages' (a list) is required")
+            problem = continue_problem(body)
+            if problem:
+                return self._error(400, problem)
             return self._chat(body)
         if path == "/_reset":
             self.state.reset()

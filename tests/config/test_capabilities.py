@@ -64,7 +64,7 @@ def test_a_policy_the_task_cannot_feed_is_one_line_before_the_run_dir(
     assert errors == [
         "error: policy=mine needs an episode's recorded frames; task=express provides goal, "
         "open_answer, protocol, question, simulator; pick a policy it can feed: blind, fbe, "
-        "imported, re, vlm_explore, vlm_waypoint (docs/architecture.md: capabilities)"
+        "fine_eqa, imported, re, vlm_explore, vlm_waypoint (docs/architecture.md: capabilities)"
     ]
     assert not run_dir.exists()
 

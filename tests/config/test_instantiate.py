@@ -22,7 +22,8 @@ def _options(group: str) -> list[str]:
     return option_names(group)
 
 
-EXPLORE = ("re", "fbe", "vlm_explore", "vlm_waypoint")  # exploration policies: task=express
+# exploration policies: task=express
+EXPLORE = ("re", "fbe", "vlm_explore", "vlm_waypoint", "fine_eqa")
 
 # each option with a task it can run under
 CASES = (
