@@ -108,3 +108,15 @@ def test_schema_rules() -> None:
         VSIBenchTask(num_frames=0)
     with pytest.raises(ConfigError, match="task.variant=tiny"):
         VSIBenchTask(variant="tiny")
+
+
+def test_lmms_evals_instruction_hashes_are_known_originals(vsi_data, tmp_path) -> None:
+    """The descriptor's hashes reach the prompt records; our own files are not originals."""
+    from eqa_runner.benchmarks.vsibench import BENCHMARK
+    from eqa_runner.prompts import known_originals
+
+    assert len(BENCHMARK.original_prompts) == 3
+    assert set(BENCHMARK.original_prompts) <= set(known_originals())
+    ours = VSIBenchTask(data_dir=str(vsi_data)).describe()["question_prompts"]
+    assert set(ours) == {"mca", "na"}
+    assert not any(p["benchmark_original"] for p in ours.values())

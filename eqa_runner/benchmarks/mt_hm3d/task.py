@@ -14,17 +14,23 @@ its letter. Parsing, padding and the scene lookup are HM-EQA's
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from eqa_runner.benchmarks.hmeqa.task import PADDING, HMEQATask, load_poses, load_questions
 from eqa_runner.benchmarks.mt_hm3d.config import MTHM3DTaskConfig as Schema
 from eqa_runner.errors import DataError
-from eqa_runner.tasks.scenes import scene_key
+from eqa_runner.sim.base import parse_scene_id
+from eqa_runner.tasks.scenes import missing_by_episode, missing_scenes, scene_key, simulator_stub
 from eqa_runner.types import Episode
 
 QUESTIONS_FILE = "MT-HM3D-filtered-new.csv"  # MemoryEQA's cfg/vlm_exp_ov.yaml
 POSES_FILE = "scene_init_poses_all.csv"
+SCENES_HINT = (
+    "MT-HM3D's scenes are HM3D v0.2 scenes licensed by Matterport: `python -m eqa_runner.data "
+    "check mt_hm3d` prints how to get access and stage them"
+)
 
 
 class MTHM3DTask(HMEQATask):
@@ -54,6 +60,19 @@ class MTHM3DTask(HMEQATask):
         if c.scenes:
             eps = [e for e in eps if scene_key(e.scene) in {scene_key(s) for s in c.scenes}]
         return sorted(eps, key=lambda e: (scene_key(e.scene), e.meta["floor"], int(e.episode_id)))
+
+    def missing(self, episodes: Sequence[Episode]) -> dict[str, str]:
+        """Questions whose scene the selected backend cannot find (HM-EQA's lookup and layout),
+        naming this benchmark's staging steps."""
+        sim = simulator_stub(self.simulator)
+
+        def expected(scene: str) -> Path:
+            _, d, h = parse_scene_id(scene)
+            return self.scenes_dir / d / f"{h}.basis.glb"
+
+        scenes = missing_scenes((e.scene for e in episodes), self.scenes_dir, sim, SCENES_HINT,
+                                expected)  # fmt: skip
+        return missing_by_episode(episodes, scenes)
 
 
 def _floor_zero(poses: dict[str, dict[str, Any]], questions: Path) -> dict[str, dict[str, Any]]:
