@@ -45,3 +45,17 @@ def test_last_answered_step_gives_the_answer() -> None:
     assert step_letter(steps[1]) == "A"  # ties: the first letter
     assert last_letter(steps) == ("A", 1)
     assert last_letter([{"step": 0}]) == (None, None)
+
+
+def test_demo_has_yes_no_and_the_house_and_checks(mt_demo, capsys) -> None:
+    import argparse
+
+    from eqa_runner.benchmarks.mt_hm3d.data import check
+
+    eps = MTHM3DTask(data_dir=str(mt_demo)).load_episodes()
+    assert len(eps) == 12 and sum(e.meta["yes_no"] for e in eps) == 6
+    assert "00003-DemoHouse2F" in {e.scene for e in eps}
+    args = argparse.Namespace(data_dir=str(mt_demo), questions_file=None, scenes_dir=None,
+                              sim="mesh")  # fmt: skip
+    assert check(args) == 0
+    assert "yes/no questions: 6 of 12" in capsys.readouterr().out
