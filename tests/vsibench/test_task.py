@@ -43,6 +43,17 @@ def test_frames_are_the_sampled_ones_and_cached(vsi_data, tmp_path) -> None:
     assert task.describe()["num_frames"] == 5
 
 
+def test_a_replaced_video_is_sampled_again(tmp_path) -> None:
+    from tests.vsibench.conftest import write_dataset
+
+    data = write_dataset(tmp_path / "d", n_frames=12)
+    task = VSIBenchTask(data_dir=str(data), frames_dir=str(tmp_path / "f"), num_frames=20)
+    ep = task.load_episodes()[0]
+    assert len(task.frames(ep)) == 12
+    write_dataset(data, n_frames=30)  # new videos, same names
+    assert len(task.frames(ep)) == 20
+
+
 def test_missing_video_named_with_staging(vsi_data, tmp_path) -> None:
     task = VSIBenchTask(data_dir=str(vsi_data), videos_dir=str(tmp_path))
     eps = task.load_episodes()
