@@ -73,7 +73,7 @@ def test_wheel_installs_and_runs_from_an_unrelated_directory(tmp_path: Path) -> 
         # each built-in benchmark's own options and docs page, in its package
         *(
             f"eqa_runner/benchmarks/{b}/{f}"
-            for b in ("aeqa", "express", "hmeqa", "openeqa_em")
+            for b in ("aeqa", "express", "hmeqa", "mt_hm3d", "openeqa_em", "vsibench")
             for f in ("README.md", "conf/__init__.py", f"conf/task/{b}.yaml")
         ),
         "eqa_runner/benchmarks/aeqa/conf/sim/camera/aeqa.yaml",

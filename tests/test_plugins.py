@@ -19,7 +19,8 @@ from eqa_runner.policies.config import PolicyConfig
 from eqa_runner.schema import bounded
 from tests.conftest import ROOT
 
-BUILTIN_BENCHMARKS = ("aeqa", "express", "hmeqa", "openeqa_em")  # the registry's scan order
+# the registry's scan order
+BUILTIN_BENCHMARKS = ("aeqa", "express", "hmeqa", "mt_hm3d", "openeqa_em", "vsibench")
 
 
 @dataclass

@@ -61,4 +61,5 @@ def test_step_answer_rules_are_pinned() -> None:
     assert v == {"norm_early_success_step": 0.25, "norm_success_step": 0.5, "is_success": False}
     m = S.episode_metrics(["A", "b", "B"], "B", "B", 6)
     assert m == {"success": 1.0, "early_success": 1.0, "last_step_success": 1.0,
-                 "norm_success_step": 0.5, "norm_early_success_step": pytest.approx(2 / 6)}  # fmt: skip
+                 "norm_success_step": 0.5,
+                 "norm_early_success_step": pytest.approx(2 / 6)}  # fmt: skip

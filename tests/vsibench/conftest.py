@@ -38,7 +38,7 @@ def write_dataset(out: Path, n_frames: int = 12) -> Path:
 
     out.mkdir(parents=True, exist_ok=True)
     for source, scene in (("arkitscenes", "scene0"), ("scannet", "scene1")):
-        frames = [np.full((48, 64, 3), 10 * i, np.uint8) for i in range(n_frames)]
+        frames = [np.full((48, 64, 3), (8 * i) % 256, np.uint8) for i in range(n_frames)]
         write_video(out / source / f"{scene}.mp4", frames, fps=5)
     (out / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records()))
     return out

@@ -43,6 +43,17 @@ def test_frames_are_the_sampled_ones_and_cached(vsi_data, tmp_path) -> None:
     assert task.describe()["num_frames"] == 5
 
 
+def test_a_replaced_video_is_sampled_again(tmp_path) -> None:
+    from tests.vsibench.conftest import write_dataset
+
+    data = write_dataset(tmp_path / "d", n_frames=12)
+    task = VSIBenchTask(data_dir=str(data), frames_dir=str(tmp_path / "f"), num_frames=20)
+    ep = task.load_episodes()[0]
+    assert len(task.frames(ep)) == 12
+    write_dataset(data, n_frames=30)  # new videos, same names
+    assert len(task.frames(ep)) == 20
+
+
 def test_missing_video_named_with_staging(vsi_data, tmp_path) -> None:
     task = VSIBenchTask(data_dir=str(vsi_data), videos_dir=str(tmp_path))
     eps = task.load_episodes()
@@ -108,3 +119,15 @@ def test_schema_rules() -> None:
         VSIBenchTask(num_frames=0)
     with pytest.raises(ConfigError, match="task.variant=tiny"):
         VSIBenchTask(variant="tiny")
+
+
+def test_lmms_evals_instruction_hashes_are_known_originals(vsi_data, tmp_path) -> None:
+    """The descriptor's hashes reach the prompt records; our own files are not originals."""
+    from eqa_runner.benchmarks.vsibench import BENCHMARK
+    from eqa_runner.prompts import known_originals
+
+    assert len(BENCHMARK.original_prompts) == 3
+    assert set(BENCHMARK.original_prompts) <= set(known_originals())
+    ours = VSIBenchTask(data_dir=str(vsi_data)).describe()["question_prompts"]
+    assert set(ours) == {"mca", "na"}
+    assert not any(p["benchmark_original"] for p in ours.values())

@@ -77,20 +77,42 @@ def _numeric(apt: Apartment, seen: list[SceneObject], unique: list[SceneObject])
            "rooms, give the area of all of them together.", round(area, 1))  # fmt: skip
 
 
+def _bearing(a: SceneObject, b: SceneObject, c: SceneObject) -> float:
+    """The angle (degrees, + to the right) of c seen from a while facing b (y up, x right)."""
+    fwd = np.subtract(b.position, a.position)[[0, 2]]
+    to_c = np.subtract(c.position, a.position)[[0, 2]]
+    cross, dot = fwd[0] * to_c[1] - fwd[1] * to_c[0], float(np.dot(fwd, to_c))
+    return math.degrees(math.atan2(cross, dot))
+
+
+def _directions(a: SceneObject, b: SceneObject, c: SceneObject, rng):
+    """The three relative-direction questions (two, three and four options)."""
+    ang = _bearing(a, b, c)
+    side = "right" if ang > 0 else "left"
+    where = (
+        f"Standing at the {_disp(a.name)} and looking at the {_disp(b.name)}, is the "
+        f"{_disp(c.name)}"
+    )
+    opts, ans = _options(side, ["left" if side == "right" else "right"], rng)
+    yield "object_rel_direction_easy", f"{where} on my left or on my right?", opts, ans
+    medium = "back" if abs(ang) >= 135 else side
+    opts, ans = _options(medium, [x for x in ("left", "right", "back") if x != medium], rng)
+    q = f"{where} on my left, on my right or behind me (behind: a turn of 135 degrees or more)?"
+    yield "object_rel_direction_medium", q, opts, ans
+    hard = ("back-" if abs(ang) > 90 else "front-") + side
+    quads = ("front-left", "front-right", "back-left", "back-right")
+    opts, ans = _options(hard, [q for q in quads if q != hard], rng)
+    q = f"{where} to my front-left, front-right, back-left or back-right?"
+    yield "object_rel_direction_hard", q, opts, ans
+
+
 def _choice(unique: list[SceneObject], order: list[SceneObject], rng):
     x, *rest = unique[:5]
     near = min(rest, key=lambda o: _dist(o, x))
     opts, ans = _options(_disp(near.name), [_disp(o.name) for o in rest if o is not near], rng)
     yield ("object_rel_distance",
            f"Which of these objects is the closest to the {_disp(x.name)}?", opts, ans)  # fmt: skip
-    a, b, c = unique[0], unique[1], unique[2]
-    fwd = np.subtract(b.position, a.position)[[0, 2]]
-    to_c = np.subtract(c.position, a.position)[[0, 2]]
-    side = "right" if fwd[0] * to_c[1] - fwd[1] * to_c[0] > 0 else "left"  # y up, x right
-    opts, ans = _options(side, ["left" if side == "right" else "right"], rng)
-    yield ("object_rel_direction_easy",
-           f"Standing at the {_disp(a.name)} and looking at the {_disp(b.name)}, is the "
-           f"{_disp(c.name)} on my left or on my right?", opts, ans)  # fmt: skip
+    yield from _directions(unique[0], unique[1], unique[2], rng)
     names = [_disp(o.name) for o in order[:4]]
     wrong = [", ".join(p) for p in itertools.permutations(names) if list(p) != names]
     picks = [wrong[i] for i in rng.choice(len(wrong), 3, replace=False)]

@@ -6,7 +6,10 @@ dependency of eqa_runner; decord has had no release since 2021) decodes the fram
 in order, so index i is the i-th frame either reads; the rule here is the same one. The K
 chosen frames are written once as PNGs under the cache folder
 (``<cache>/<video stem>/<rule>-<K>/frame_<index>.png``), each via a temp file and a rename, so
-the frame policies read them as they read recorded frames.
+the frame policies read them as they read recorded frames; ``frames.txt`` there lists them
+under the video's size and modification time (a replaced video is sampled again). A dry run of
+a frame policy samples each present video once too (its estimate reads a frame's size): the
+run then reuses the cache.
 """
 
 from __future__ import annotations
@@ -76,8 +79,12 @@ def cached_frames(video: Path, cache: Path, k: int, rule: str = "uniform") -> li
 
     folder = Path(cache) / f"{rule}-{k}"
     done = folder / "frames.txt"
+    st = Path(video).stat()
+    stamp = f"# {st.st_size} {st.st_mtime_ns}"  # a replaced video is decoded again
     if done.is_file():
-        return [folder / n for n in done.read_text().split()]
+        head, *names = done.read_text().split("\n")
+        if head == stamp:
+            return [folder / n for n in names if n]
     n = count_frames(video)
     if n == 0:
         raise DataError(f"{video}: the video has no frames; re-extract it")
@@ -92,7 +99,7 @@ def cached_frames(video: Path, cache: Path, k: int, rule: str = "uniform") -> li
         os.replace(tmp, folder / name)
         names.append(name)
     tmp = folder / f".frames.txt.tmp{os.getpid()}"
-    tmp.write_text("\n".join(names) + "\n")
+    tmp.write_text("\n".join([stamp, *names]) + "\n")
     os.replace(tmp, done)
     return [folder / name for name in names]
 
