@@ -207,7 +207,7 @@ def goal_distance(
 def goal_path(
     sim: Simulator, state: AgentState, goal: np.ndarray, times: PartTimes = OFF
 ) -> tuple[float, list[np.ndarray]]:
-    """The geodesic length from the agent to the goal and its path's points (a map's d_T line)."""
+    """The geodesic length from the agent to the goal and its path's points (the map's line to the goal)."""
     sim.set_agent_pose(state.position, state.rotation)
     with times.part("geodesic"):
         d, points = sim.geodesic_path(state.position, goal)
