@@ -2,7 +2,7 @@
 
 The picture is drawn from trace fields only (``steps[*].position``, each hop's geodesic corners
 ``steps[*].hop_via``, the heading ``steps[*].angle``, ``final_position``, ``goal_position`` with
-d_T's path ``goal_via``, ``d_t``; a step "asked a model" when it recorded a ``*_reply``): hops
+the goal path ``goal_via``, ``d_t``; a step "asked a model" when it recorded a ``*_reply``): hops
 along the paths the agent walked, coloured by time, so the drawn length is ``path_len`` over the
 scene's :class:`~eqa_runner.sim.base.NavigableMap` (the simulator's capability), which
 :class:`SceneMaps` keeps once per scene and floor for the whole run. Nothing here names a
@@ -43,7 +43,7 @@ LEGEND: tuple[tuple[str, tuple[int, int, int], str], ...] = (
     ("ring", COLORS["asked"], "a step that asked a model"),
     ("dash", COLORS["teleport"], "a hop with no path (unreachable)"),
     ("triangle", COLORS["final"], "the agent at the end, facing where it looks"),
-    ("diamond", COLORS["goal"], "goal; dashed: d_T's path to it"),
+    ("diamond", COLORS["goal"], "goal; dashed: the path from the end to it"),
     ("square", COLORS["obstacle"], "obstacle"),
     ("square", COLORS["floor"], "navigable floor"),
 )
@@ -102,7 +102,7 @@ class TracePoints:
     # hop k (path[k] -> path[k+1]) along its recorded geodesic: its points, both ends included
     legs: list[np.ndarray] = field(default_factory=list)
     teleports: frozenset[int] = frozenset()  # hops with no geodesic (unreachable): drawn dashed
-    goal_leg: np.ndarray | None = None  # the final position to the goal along d_T's path
+    goal_leg: np.ndarray | None = None  # the final position to the goal along its path
     headings: list[float | None] = field(default_factory=list)  # habitat yaw after each hop
 
 
@@ -122,7 +122,7 @@ def _pts(rows: Any) -> list[list[float]]:
 
 def trace_points(trace: Mapping[str, Any]) -> TracePoints | None:
     """The path, its hops along their geodesics (``hop_via``), model-asked steps, goal (with the
-    d_T path, ``goal_via``) and d_T of a trace; None without recorded positions."""
+    goal path, ``goal_via``) and goal distance of a trace; None without recorded positions."""
     steps = [s for s in trace.get("steps") or [] if isinstance(s, Mapping) and s.get("position")]
     pts = [list(map(float, s["position"])) for s in steps]
     asked = [i for i, s in enumerate(steps) if _asked(s)]
@@ -166,7 +166,7 @@ def drawn_length(tp: TracePoints) -> float:
 
 def caption(trace: Mapping[str, Any]) -> str:
     """The map's caption, one step count per episode: steps taken of the budget, model calls,
-    the path walked and d_T (HTML text beside the image, not pixels in it)."""
+    the path walked and the goal distance (HTML text beside the image, not pixels in it)."""
     tp = trace_points(trace)
     taken = trace.get("steps_taken", len(trace.get("steps") or []))
     parts = [f"{taken} steps" + (f" of {trace['num_steps']}" if trace.get("num_steps") else "")]
@@ -176,7 +176,7 @@ def caption(trace: Mapping[str, Any]) -> str:
     if isinstance(path_len, (int, float)) and math.isfinite(path_len):
         parts.append(f"walked {float(path_len):.1f} m")
     if tp is not None and tp.d_t is not None:
-        parts.append(f"d_T {tp.d_t:.2f} m to the goal")
+        parts.append(f"goal {tp.d_t:.2f} m away along its path")
     return ", ".join(parts)
 
 
@@ -303,7 +303,7 @@ def _draw_marks(
     upto: int,
 ) -> None:
     """Hops along their geodesics coloured by time, steps (ringed where a model was asked),
-    start, goal with d_T's path, and the agent with its heading at step ``upto``."""
+    start, goal with the path to it, and the agent with its heading at step ``upto``."""
     r = max(2.0, 1.2 * s)
     n, width = max(len(tp.legs), 1), max(1, s // 2 + 1)
     for k, leg in enumerate(tp.legs[:upto]):
