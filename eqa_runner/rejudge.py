@@ -21,10 +21,11 @@ from omegaconf import DictConfig, OmegaConf
 from eqa_runner.errors import ConfigError
 from eqa_runner.llm import track_usage
 from eqa_runner.records import EPISODES_FILE, RecordWriter, iter_records
-from eqa_runner.run.build import build, llm_clients
+from eqa_runner.run.build import llm_clients
 from eqa_runner.run.episode import error_info
+from eqa_runner.run.plan import RunPlan
 from eqa_runner.run.sigterm import run_until_signalled, sigterm_interrupts
-from eqa_runner.run.summary import SummaryInputs, write_summary
+from eqa_runner.run.summary import SummaryInputs, models_of, write_summary
 from eqa_runner.scoring.base import Judge
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, RejudgedRecord
 
@@ -178,28 +179,34 @@ def check_tag(tag: str) -> str:
 def rejudge(run_dir: Path, overrides: list[str], *, tag: str | None = None) -> dict[str, Any]:
     """Re-score every ok episode of ``run_dir`` with the judge in the (overridden) config."""
     from eqa_runner.records import RunLock
-    from eqa_runner.run.build import check_capabilities, check_pinned_judge
 
     run_dir = Path(run_dir)
-    cfg = load_run_config(run_dir, overrides)
-    check_capabilities(cfg)
-    from hydra.errors import InstantiationException
-
-    try:
-        judge = build(cfg.judge, Judge, "judge")  # type: ignore[type-abstract]  # python/mypy#4717
-    except (TypeError, ValueError, InstantiationException) as e:
-        why = e.__cause__ if isinstance(e, InstantiationException) and e.__cause__ else e
-        msg = str(why).splitlines()[0].removeprefix("judge: ")
-        raise ConfigError(msg if msg.startswith("judge.") else f"judge: {msg}") from None
-    check_pinned_judge(cfg)  # after the judge's schema checked its keys (a blank model)
-    judge.check_inputs(cfg.task.get("name"), _scored_data(run_dir))
-    tag = check_tag(tag) if tag else tag_for(str(judge.llm_overrides.get("model")))
+    plan = rejudge_plan(run_dir, overrides)
+    tag = check_tag(tag) if tag else tag_for(plan.judge_model)
     check_writable_run_dir(run_dir, tag)
     with RunLock(run_dir):
         try:
-            return _rejudge_locked(run_dir, cfg, judge, tag)
+            return _rejudge_locked(run_dir, plan, tag)
         except KeyboardInterrupt as e:
             raise RejudgeInterrupted(run_dir, tag, getattr(e, "signame", "SIGINT")) from None
+
+
+def rejudge_plan(run_dir: Path, overrides: list[str]) -> RunPlan:
+    """The run's recorded config with the overrides, through the run's own start checks that
+    concern a judge (:data:`eqa_runner.run.start.REJUDGE`: the fit, the typed blocks, a pinned
+    model, the judge, its inputs against the scored run's recorded data)."""
+    from hydra.errors import InstantiationException
+
+    from eqa_runner.run.start import REJUDGE, START, run_checks
+
+    cfg = load_run_config(run_dir, overrides)
+    plan = RunPlan(cfg, task_name=cfg.task.get("name"), task_info=_scored_data(run_dir))
+    try:
+        return run_checks(plan, START, names=REJUDGE)
+    except (TypeError, ValueError, InstantiationException) as e:  # a judge the run's config
+        why = e.__cause__ if isinstance(e, InstantiationException) and e.__cause__ else e
+        msg = str(why).splitlines()[0].removeprefix("judge: ")  # cannot build any more
+        raise ConfigError(msg if msg.startswith("judge.") else f"judge: {msg}") from None
 
 
 class RejudgeInterrupted(KeyboardInterrupt):
@@ -308,28 +315,26 @@ def _judge_fingerprint(run_dir: Path, cfg: DictConfig, prompts: dict[str, Any], 
     return rec["judge_fingerprint"]
 
 
-def _rejudge_locked(run_dir: Path, cfg: DictConfig, judge: Judge, tag: str) -> dict[str, Any]:
+def _rejudge_locked(run_dir: Path, plan: RunPlan, tag: str) -> dict[str, Any]:
     """Re-judge the pending episodes, then write the summary (the indexes of the first step
     freed before the summary's records are read)."""
-    prompts = judge.prompts(cfg.prompts.get("dir"))
-    judge_fp = _judge_fingerprint(run_dir, cfg, prompts, tag)
-    ids = _judge_pending(run_dir, cfg, judge, tag, prompts)
-    return _write_rejudged_summary(run_dir, cfg, judge, tag, ids, prompts, judge_fp)
+    assert plan.judge is not None, "built by the judge check"
+    plan.prompts = plan.judge.prompts(plan.prompts_dir)
+    judge_fp = _judge_fingerprint(run_dir, plan.cfg, plan.prompts, tag)
+    ids = _judge_pending(run_dir, plan, plan.judge, tag)
+    return _write_rejudged_summary(run_dir, plan, plan.judge, tag, ids, judge_fp)
 
 
-def _judge_pending(
-    run_dir: Path, cfg: DictConfig, judge: Judge, tag: str, prompts: dict[str, Any]
-) -> list[str]:
+def _judge_pending(run_dir: Path, plan: RunPlan, judge: Judge, tag: str) -> list[str]:
     """Streams: the records are read twice, lazily (an index of final records, then the
     pending ones), with at most ``run.workers`` of them in memory (docs/benchmarks.md).
     Returns the run's episode ids, in order."""
     src = final_index(run_dir / EPISODES_FILE)
     out_name = f"episodes.rejudged-{tag}.jsonl"
     done = {i for i, (_, status) in final_index(run_dir / out_name).items() if status == "ok"}
-    _, judge_llm = llm_clients(
-        cfg, judge, {n: str(p["sha256"]) for n, p in prompts.items()}, roles=("judge",)
-    )
-    workers = max(1, int(cfg.run.workers))
+    salt = {n: str(p["sha256"]) for n, p in plan.prompts.items()}
+    _, judge_llm = llm_clients(plan.cfg, judge, salt, roles=("judge",))
+    workers = plan.run.workers
 
     async def one(rec: EpisodeRecord, w: RecordWriter) -> None:
         new: RejudgedRecord = {
@@ -343,7 +348,7 @@ def _judge_pending(
                         episode_from_record(rec),
                         prediction_from_record(rec, run_dir),
                         judge_llm,
-                        cfg.prompts.get("dir"),
+                        plan.prompts_dir,
                     )
                     new.update(
                         {
@@ -380,23 +385,20 @@ def _judge_pending(
 
 
 def _write_rejudged_summary(
-    run_dir: Path,
-    cfg: DictConfig,
-    judge: Judge,
-    tag: str,
-    ids: list[str],
-    prompts: dict[str, dict[str, object]],
-    judge_fp: Any,
+    run_dir: Path, plan: RunPlan, judge: Judge, tag: str, ids: list[str], judge_fp: Any
 ) -> dict[str, Any]:
     """``summary.rejudged-<tag>.json`` from the re-judged records of the episodes ``ids``."""
+    cfg = plan.cfg
     inputs = SummaryInputs(
-        cfg=cfg,
-        task_info={"name": cfg.task.get("name"), "rejudged": True},  # subsets: from the records
+        config=plan.container,
+        run=plan.run,
+        models=models_of(cfg, judge),
+        task_info={"name": plan.task_name, "rejudged": True},  # subsets: from the records
         policy_name=str(cfg.policy.get("name")),
         judge=judge,
         episode_ids=ids,
         out_dir=run_dir,
-        prompts=prompts,
+        prompts=plan.prompts,
     )
     return write_summary(
         inputs,

@@ -16,11 +16,9 @@ from eqa_runner.capabilities import check_fit
 from eqa_runner.configured import Configured
 from eqa_runner.errors import ConfigError
 from eqa_runner.llm import DiskCache, LLMClient
-from eqa_runner.policies.base import Policy
-from eqa_runner.run.context import Components
+from eqa_runner.run.config import RunConfig, typed
 from eqa_runner.scoring.base import Judge
 from eqa_runner.sim.base import Simulator
-from eqa_runner.tasks.base import Task
 
 T = TypeVar("T")
 
@@ -139,7 +137,8 @@ def check_pinned_judge(cfg: DictConfig) -> None:
         )
     model = str(cfg.judge.get("model"))
     if (
-        model in ("offline", "none")
+        not model.strip()  # blank: the judge's schema refuses it, naming the key
+        or model in ("offline", "none")
         or cfg.judge.get("api_base")
         or cfg.llm.get("api_base")
         and (model == str(cfg.llm.get("model")))
@@ -165,25 +164,15 @@ def _judge_needs_model(cfg: DictConfig) -> bool:
     return bool(getattr(cls, "needs_model", True))
 
 
-def build_components(cfg: DictConfig) -> Components:
-    """The task, the policy and the judge (checked to be able to run together)."""
-    check_capabilities(cfg)
-    check_pinned_judge(cfg)
-    return Components(
-        task=build(cfg.task, Task, "task"),
-        policy=build(cfg.policy, Policy, "policy"),
-        judge=build(cfg.judge, Judge, "judge"),
-    )
-
-
 def build_sim(cfg: DictConfig) -> Simulator:
     """The run's simulator from ``cfg.sim`` (built inside the job; the run closes it);
     ``sim.instances=N`` > 1 builds N of them as one :class:`SimulatorPool`."""
     node = cfg.sim
-    n = int(node.get("instances", 1) or 1)
-    if "instances" in node:
-        kept = cast(dict[str, Any], OmegaConf.to_container(node, resolve=True))
-        node = OmegaConf.create({k: v for k, v in kept.items() if k != "instances"})
+    if "instances" not in node:  # a simulator whose schema has no sim.instances: one
+        return build(node, Simulator, "sim")
+    kept = cast(dict[str, Any], OmegaConf.to_container(node, resolve=True))
+    n = int(kept.pop("instances"))
+    node = OmegaConf.create(kept)
     sims = [build(node, Simulator, "sim") for _ in range(n)]
     if n == 1:
         return sims[0]
@@ -192,9 +181,10 @@ def build_sim(cfg: DictConfig) -> Simulator:
     return SimulatorPool(sims)
 
 
-def resolve_output_dir(cfg: DictConfig) -> Path:
-    if cfg.run.get("output_dir"):
-        return Path(cfg.run.output_dir)
+def resolve_output_dir(output_dir: str | None) -> Path:
+    """``run.output_dir``, else the run dir Hydra made."""
+    if output_dir:
+        return Path(output_dir)
     from hydra.core.hydra_config import HydraConfig
 
     if HydraConfig.initialized():
@@ -212,10 +202,11 @@ def llm_clients(
 ) -> tuple[LLMClient, LLMClient]:
     """The policy's and the judge's model clients, checked for credentials before any episode
     (``check``)."""
-    cache = DiskCache(cfg.run.cache_dir) if cfg.run.cache else None
+    run = typed(cfg.run, RunConfig)
+    cache = DiskCache(run.cache_dir) if run.cache else None
     # a DictConfig's container is a dict (omegaconf types the result of any node)
     base = cast(dict[str, Any], OmegaConf.to_container(cfg.llm, resolve=True))
-    workers = int(cfg.run.workers)  # the ceiling of calls in flight per endpoint
+    workers = run.workers  # the ceiling of calls in flight per endpoint
     policy_llm = LLMClient(base, role="policy", cache=cache, cache_salt=salt, ceiling=workers)
     if judge.needs_model:
         inherited = dict(base)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from eqa_runner.schema import bounded, one_of
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -41,3 +43,20 @@ class RunConfig:
     max_cost_usd: float | None = bounded(None, gt=0)
     allow_unpriced: bool = False  # with a cap: count calls to models without a price as $0
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def typed(node: Any, schema: type[T]) -> T:
+    """``schema``'s object from a config node: the composed (typed) node as
+    ``OmegaConf.to_object`` gives it, or a recorded one (a run dir's ``.hydra/config.yaml``,
+    untyped; keys an older version did not write take the schema's defaults, keys it no longer
+    has are left out)."""
+    from dataclasses import fields
+
+    from omegaconf import OmegaConf
+
+    if OmegaConf.is_config(node) and OmegaConf.get_type(node) is schema:
+        return cast(T, OmegaConf.to_object(node))
+    names = {f.name for f in fields(cast(Any, schema))}
+    data = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+    known = {k: v for k, v in cast(dict[str, Any], data or {}).items() if k in names}
+    return cast(T, OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), known)))

@@ -18,7 +18,6 @@ from eqa_runner.llm.config import LLMConfig
 from eqa_runner.policies.config import SCHEMAS as POLICY_SCHEMAS
 from eqa_runner.registry import Benchmark, Plugin, benchmarks, plugins
 from eqa_runner.run.config import RunConfig
-from eqa_runner.schema import check_config
 from eqa_runner.sim.config import SCHEMAS as SIM_SCHEMAS
 
 # group -> {schema node name -> dataclass}; a YAML option names its node in its defaults list.
@@ -121,60 +120,10 @@ def _sweeps_a_component(config: DictConfig) -> bool:
 
 
 def _check(config: DictConfig, *, fit: bool = True) -> None:
-    from eqa_runner.errors import ConfigSecretError
-    from eqa_runner.llm.secrets import screen_values
+    """The start checks that need only the composed config (eqa_runner.run.start.START)."""
+    from eqa_runner.run.start import check_composed
 
-    try:
-        data = OmegaConf.to_container(config, resolve=True)
-    except Exception:  # noqa: BLE001 - an interpolation only the job can resolve
-        data = OmegaConf.to_container(config, resolve=False)
-    assert isinstance(data, dict)
-    refusal = screen_values({str(k): v for k, v in data.items()})
-    if refusal:
-        raise ConfigSecretError(refusal)
-    unknown = unknown_added_key(config)
-    if unknown:
-        raise UserError(unknown)
-    check_config(config)
-    if not fit:
-        return
-    from eqa_runner.run.build import check_capabilities
-
-    check_capabilities(config)
-
-
-def unknown_added_key(config: DictConfig) -> str | None:
-    """The refusal for a ``+a.b=v`` override adding a key that ``a``'s typed schema does not
-    have (``+llm.temprature=0``): nothing would read it. Free-form maps (``extra_params``,
-    ``hydra.job.env_set``) take any key."""
-    import dataclasses
-    import difflib
-
-    try:
-        overrides = [str(o) for o in config.hydra.overrides.task]
-    except Exception:  # noqa: BLE001 - composed without Hydra's node: nothing typed on a CLI
-        return None
-    for o in overrides:
-        if not o.startswith("+") or o.startswith("++") or "=" not in o:
-            continue
-        key = o[1:].split("=", 1)[0]
-        if "." not in key or key.startswith("hydra."):
-            continue
-        parent_key, name = key.rsplit(".", 1)
-        parent = OmegaConf.select(config, parent_key, default=None)
-        typ = OmegaConf.get_type(parent) if isinstance(parent, DictConfig) else None
-        if typ is None or not dataclasses.is_dataclass(typ):
-            continue
-        known = sorted(f.name for f in dataclasses.fields(typ))
-        if name in known:
-            continue
-        close = difflib.get_close_matches(name, known, n=1)
-        hint = f"; did you mean {parent_key}.{close[0]}?" if close else ""
-        return (
-            f"+{key}: {parent_key} has no key {name}{hint} (`+` adds a key its schema does not "
-            "have, and nothing would read it; `--cfg job` lists the keys)"
-        )
-    return None
+    check_composed(config, fit=fit)
 
 
 def _exit_on_error(fn: Any) -> None:
@@ -196,7 +145,7 @@ def _claim_run_dir(config: DictConfig) -> None:
     from eqa_runner.run.rundir import check_writable_dir, note_fresh_dir
 
     run_dir = Path(str(config.hydra.run.dir))
-    if config.get("run", {}).get("output_dir"):
+    if OmegaConf.select(config, "run.output_dir"):
         return  # the run writes elsewhere (run.output_dir); Hydra's dir only holds run.log
     if _user_set(config, "hydra.run.dir"):
         check_writable_dir(run_dir, key="hydra.run.dir")

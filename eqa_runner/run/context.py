@@ -7,11 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig
-
 from eqa_runner.llm import LLMClient
 from eqa_runner.policies.base import Policy
 from eqa_runner.policies.context import RunResources
+from eqa_runner.run.config import RunConfig
 from eqa_runner.run.summary import SummaryInputs
 from eqa_runner.scoring.base import Judge
 from eqa_runner.sim.base import Simulator
@@ -30,7 +29,7 @@ class Components:
 
 @dataclass(frozen=True)
 class EpisodeSettings:
-    """The config values every episode reads, copied out of the DictConfig once per run."""
+    """The settings every episode reads, from the run's typed plan."""
 
     seed: int
     save_artifacts: bool
@@ -40,23 +39,22 @@ class EpisodeSettings:
     profile: bool = False
 
     @classmethod
-    def from_cfg(cls, cfg: DictConfig) -> EpisodeSettings:
-        return cls(int(cfg.run.seed), bool(cfg.run.save_artifacts), cfg.prompts.dir,
-                   float(cfg.run.episode_timeout_s),
-                   bool(cfg.run.get("trajectory_maps", True)),
-                   bool(cfg.run.get("profile", False)))  # fmt: skip
+    def of(cls, run: RunConfig, prompts_dir: str | None) -> EpisodeSettings:
+        return cls(run.seed, run.save_artifacts, prompts_dir, run.episode_timeout_s,
+                   run.trajectory_maps, run.profile)  # fmt: skip
 
 
 @dataclass(frozen=True)
 class RunContext:
-    """Everything the episodes of one run share (built once by :func:`eqa_runner.run.loop.run`).
+    """Everything the episodes of one run share, built once from its plan by
+    :func:`eqa_runner.run.loop.execute`.
 
     The run owns ``sim`` (built from ``cfg.sim`` when the policy ``needs_sim``; closed after
     the policy's ``close()``) and ``executor`` (the CPU pool episodes run image and mapping
     work on).
     """
 
-    cfg: DictConfig
+    run: RunConfig
     parts: Components
     episodes: list[Episode]  # every selected episode (also those already done on resume)
     out_dir: Path
@@ -64,6 +62,7 @@ class RunContext:
     policy_llm: LLMClient
     judge_llm: LLMClient
     settings: EpisodeSettings
+    summary: SummaryInputs  # what summary.json is written from
     executor: Executor
     sim: Simulator | None = None
     scene_maps: Any = None  # eqa_runner.mapping.trajectory.SceneMaps when maps are drawn
@@ -82,19 +81,8 @@ class RunContext:
 
     @property
     def workers(self) -> int:
-        return max(1, int(self.cfg.run.workers))
+        return self.run.workers
 
     def policy_resources(self) -> RunResources:
         """What the policy's ``open()`` gets."""
         return RunResources(llm=self.policy_llm, task=self.task, sim=self.sim, run_dir=self.out_dir)
-
-    def summary_inputs(self) -> SummaryInputs:
-        return SummaryInputs(
-            cfg=self.cfg,
-            task_info=self.task.describe(),
-            policy_name=self.policy.name,
-            judge=self.judge,
-            episode_ids=[e.episode_id for e in self.episodes],
-            out_dir=self.out_dir,
-            prompts=self.prompts,
-        )

@@ -15,11 +15,10 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from omegaconf import DictConfig
-
 from eqa_runner.errors import ConfigError
 from eqa_runner.llm import LLMClient, estimate_call, user
 from eqa_runner.run.context import Components
+from eqa_runner.run.plan import RunPlan
 from eqa_runner.types import Episode
 
 
@@ -35,19 +34,19 @@ class CostCap:
     _left: list[Episode] = field(default_factory=list)
 
     @classmethod
-    def from_cfg(
-        cls, cfg: DictConfig, parts: Components, clients: tuple[LLMClient, LLMClient]
-    ) -> CostCap:
-        check_priced(cfg, clients, parts)
+    def from_plan(cls, plan: RunPlan, clients: tuple[LLMClient, LLMClient]) -> CostCap:
+        """The cap ``run.max_cost_usd`` of a plan (every model it calls checked for a price)."""
+        assert plan.run.max_cost_usd is not None
+        check_priced(plan.run.allow_unpriced, clients, plan.parts)
         from eqa_runner.run.dry_run import episode_cost
 
         def static(ep: Episode) -> float:
             try:
-                return float(episode_cost(cfg, parts, ep, clients) or 0.0)
+                return float(episode_cost(plan, ep, clients) or 0.0)
             except Exception:  # noqa: BLE001 - no estimate: the observed mean decides
                 return 0.0
 
-        return cls(cap=float(cfg.run.max_cost_usd), estimate_static=static)
+        return cls(cap=plan.run.max_cost_usd, estimate_static=static)
 
     def estimate(self, ep: Episode) -> float:
         observed = self._done_cost / self._done_n if self._done_n else 0.0
@@ -73,11 +72,12 @@ class CostCap:
 
 
 def check_priced(
-    cfg: DictConfig, clients: tuple[LLMClient, LLMClient], parts: Components | None = None
+    allow_unpriced: bool, clients: tuple[LLMClient, LLMClient], parts: Components | None = None
 ) -> None:
     """With a cap, every model called must have a price (known to litellm, or explicit): the
-    policy's, the judge's and every other role's (a stop check's ``policy.stop_model``)."""
-    if cfg.run.get("allow_unpriced"):
+    policy's, the judge's and every other role's (a stop check's ``policy.stop_model``);
+    ``run.allow_unpriced=true`` lifts it."""
+    if allow_unpriced:
         return
     roles: list[tuple[LLMClient, str]] = list(zip(clients, ("llm", "judge"), strict=True))
     if parts is not None:

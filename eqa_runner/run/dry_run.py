@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from omegaconf import DictConfig
-
 from eqa_runner.llm import LLMClient, estimate_call
 from eqa_runner.llm.estimate import RequestEstimate
 from eqa_runner.llm.messages import message_text
 from eqa_runner.run.context import Components
+from eqa_runner.run.plan import RunPlan
 from eqa_runner.types import Episode
 
 Estimate = tuple[int, int, float | None]  # prompt tokens, completion tokens, USD (or None)
@@ -54,39 +53,32 @@ class CallEstimates:
         return hit
 
 
-def _prices(cfg: DictConfig, parts: Components) -> dict[str, tuple[float, float] | None]:
+def _prices(clients: tuple[LLMClient, LLMClient]) -> dict[str, tuple[float, float] | None]:
     """The explicit price (USD per million tokens) per role, as the run's clients see it."""
-    from eqa_runner.run.build import llm_clients
-
-    clients = llm_clients(cfg, parts.judge, {}, check=False)
     return {"policy": clients[0].explicit_price(), "judge": clients[1].explicit_price()}
 
 
-def _roles(cfg: DictConfig, parts: Components) -> tuple[dict[str, str], dict[str, Any]]:
-    judge = parts.judge
-    models = {"policy": str(cfg.llm.model), "judge": str(judge.llm_overrides.get("model"))}
-    max_tokens = {
-        "policy": cfg.llm.get("max_tokens"),
-        "judge": judge.llm_overrides.get("max_tokens"),
-    }
+def _unchecked_clients(plan: RunPlan) -> tuple[LLMClient, LLMClient]:
+    """The run's model clients without the credentials check (a dry run calls no model)."""
+    from eqa_runner.run.build import llm_clients
+
+    return llm_clients(plan.cfg, plan.parts.judge, {}, check=False)
+
+
+def _roles(plan: RunPlan) -> tuple[dict[str, str], dict[str, Any]]:
+    judge = plan.parts.judge
+    models = {"policy": plan.llm.model, "judge": str(judge.llm_overrides.get("model"))}
+    max_tokens = {"policy": plan.llm.max_tokens, "judge": judge.llm_overrides.get("max_tokens")}
     return models, max_tokens
 
 
-def episode_cost(
-    cfg: DictConfig,
-    parts: Components,
-    ep: Episode,
-    clients: tuple[LLMClient, LLMClient] | None = None,
-) -> float | None:
+def episode_cost(plan: RunPlan, ep: Episode, clients: tuple[LLMClient, LLMClient]) -> float | None:
     """Estimated USD of one episode's requests (None when a model has no price)."""
-    models, max_tokens = _roles(cfg, parts)
-    prices = (
-        {"policy": clients[0].explicit_price(), "judge": clients[1].explicit_price()}
-        if clients
-        else _prices(cfg, parts)
-    )
-    reqs = parts.policy.estimate_requests(ep, parts.task, cfg.prompts.dir)
-    reqs += parts.judge.estimate_requests(ep, cfg.prompts.dir)
+    parts = plan.parts
+    models, max_tokens = _roles(plan)
+    prices = _prices(clients)
+    reqs = parts.policy.estimate_requests(ep, parts.task, plan.prompts_dir)
+    reqs += parts.judge.estimate_requests(ep, plan.prompts_dir)
     total: float | None = 0.0
     calls = CallEstimates(models, max_tokens, prices)
     for r in reqs:
@@ -96,11 +88,11 @@ def episode_cost(
 
 
 def data_lines(
-    cfg: DictConfig, parts: Components, episodes: Sequence[Episode]
+    parts: Components, episodes: Sequence[Episode]
 ) -> tuple[list[Episode], list[str], dict[str, str]]:
     """The episodes whose data is present (the task's presence check, the one ``data check``
     makes), what to print about the others, and ``episode_id -> problem``."""
-    if not cfg.task.get("check_data", True):
+    if not parts.task.config.check_data:
         return list(episodes), ["  data: not checked (task.check_data=false)"], {}
     missing = parts.task.missing(episodes)
     if not missing:
@@ -137,14 +129,15 @@ def _bench(parts: Components) -> str:
         return name
 
 
-def dry_run(cfg: DictConfig, parts: Components, episodes: Sequence[Episode]) -> dict[str, Any]:
+def dry_run(plan: RunPlan) -> dict[str, Any]:
     """Check the data, then build every request of the episodes that can run, count tokens
     (images included) and estimate cost; call nothing."""
+    parts = plan.parts
     task, policy, judge = parts.task, parts.policy, parts.judge
-    selected = list(episodes)
-    episodes, data_text, missing = data_lines(cfg, parts, selected)
-    models, max_tokens = _roles(cfg, parts)
-    calls = CallEstimates(models, max_tokens, _prices(cfg, parts))
+    selected = list(plan.episodes)
+    episodes, data_text, missing = data_lines(parts, selected)
+    models, max_tokens = _roles(plan)
+    calls = CallEstimates(models, max_tokens, _prices(_unchecked_clients(plan)))
     totals: dict[str, dict[str, Any]] = {
         role: {
             "model": m,
@@ -159,11 +152,11 @@ def dry_run(cfg: DictConfig, parts: Components, episodes: Sequence[Episode]) -> 
     problems: list[str] = []
     for ep in episodes:
         try:
-            reqs = policy.estimate_requests(ep, task, cfg.prompts.dir)
+            reqs = policy.estimate_requests(ep, task, plan.prompts_dir)
         except Exception as e:  # noqa: BLE001 - reported, the estimate goes on
             problems.append(f"{ep.episode_id}: {e}")
             reqs = []
-        reqs += judge.estimate_requests(ep, cfg.prompts.dir)
+        reqs += judge.estimate_requests(ep, plan.prompts_dir)
         for r in reqs:
             t = totals[r.role]
             p, c, cost = calls(r)
@@ -172,15 +165,14 @@ def dry_run(cfg: DictConfig, parts: Components, episodes: Sequence[Episode]) -> 
             t["completion_tokens"] += c
             t["images"] += len(r.image_sizes)
             t["cost_usd"] = None if cost is None or t["cost_usd"] is None else t["cost_usd"] + cost
-    lines = _report_lines(cfg, parts, selected, episodes, data_text, totals, problems)
+    lines = _report_lines(plan, selected, episodes, data_text, totals, problems)
     print("\n".join(lines), flush=True)
     return {"dry_run": True, "episodes": len(selected), "runnable": len(episodes),
             "missing_data": len(missing), "estimate": totals, "problems": problems}  # fmt: skip
 
 
 def _report_lines(
-    cfg: DictConfig,
-    parts: Components,
+    plan: RunPlan,
     selected: Sequence[Episode],
     episodes: Sequence[Episode],
     data_text: list[str],
@@ -188,7 +180,7 @@ def _report_lines(
     problems: list[str],
 ) -> list[str]:
     """The dry run's printout: the selection, the data, per-role totals, the cost cap."""
-    task, policy = parts.task, parts.policy
+    task, policy = plan.parts.task, plan.parts.policy
     lines = [
         f"dry run: {len(selected)} episodes selected (task={task.name}, "
         f"policy={policy.name}); no model was called"
@@ -209,7 +201,7 @@ def _report_lines(
             f"{t['prompt_tokens']:,} prompt tokens ({t['images']} images), "
             f"≤{t['completion_tokens']:,} completion tokens, est. cost {cost_text}"
         )
-    cap = cfg.run.get("max_cost_usd")
+    cap = plan.run.max_cost_usd
     if cap:
         known = [t["cost_usd"] for t in totals.values() if t["cost_usd"] is not None]
         unknown = [r for r, t in totals.items() if t["cost_usd"] is None]

@@ -2,7 +2,7 @@
 
 Episodes are started one at a time while a worker is free and the run was not stopped (a
 signal, the cost cap, a failed write); a stop by signal also cancels the episodes in flight (no
-record: they run again on resume). :func:`execute` is called by :mod:`eqa_runner.run.loop`.
+record: they run again on resume). :func:`run_episodes` is called by :mod:`eqa_runner.run.loop`.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class Progress:
         self.bar = tqdm(
             total=len(ctx.episodes),
             initial=already,
-            disable=not ctx.cfg.run.progress,
+            disable=not ctx.run.progress,
             dynamic_ncols=True,
             desc=f"{ctx.task.name}/{ctx.policy.name}",
             mininterval=0.5,
@@ -76,7 +76,7 @@ class Progress:
         self.bar.close()
 
 
-async def execute(
+async def run_episodes(
     ctx: RunContext, todo: list[Episode], ex: Execution, progress: tuple[float, int]
 ) -> None:
     """Run ``todo`` (see the module docstring); ``progress``: the (sum, n) of the headline

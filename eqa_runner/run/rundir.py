@@ -29,6 +29,7 @@ from eqa_runner.errors import RunDirError, os_error_line
 from eqa_runner.llm.secrets import strip_urls
 from eqa_runner.records import write_json_atomic
 from eqa_runner.redact import redact
+from eqa_runner.run.config import RunConfig
 from eqa_runner.run.provenance import PROVENANCE_FILE, provenance_record, read_provenance
 
 HYDRA_SUBDIR = ".hydra"
@@ -123,11 +124,11 @@ def check_writable_dir(path: Path, *, key: str, create: bool = False) -> None:
         raise RunDirError(os_error_line(path, e, fix)) from None
 
 
-def check_cache_dir(cfg: DictConfig) -> None:
+def check_cache_dir(run: RunConfig) -> None:
     """With ``run.cache``: the cache dir is a writable directory (checked once, at start)."""
-    if not cfg.run.cache:
+    if not run.cache:
         return
-    root = Path(str(cfg.run.cache_dir))
+    root = Path(run.cache_dir)
     try:
         check_writable_dir(root, key="run.cache_dir", create=True)
     except RunDirError as e:
@@ -136,9 +137,9 @@ def check_cache_dir(cfg: DictConfig) -> None:
         ) from None
 
 
-def check_prompts_dir(cfg: DictConfig) -> None:
-    d = cfg.get("prompts", {}).get("dir")
-    if d and not Path(str(d)).is_dir():
+def check_prompts_dir(d: str | None) -> None:
+    """``prompts.dir``, when set, is a directory."""
+    if d and not Path(d).is_dir():
         from eqa_runner.errors import ConfigError
 
         raise ConfigError(

@@ -8,9 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 
 from eqa_runner.errors import ConfigError, DataError
+from eqa_runner.run.config import RunConfig
 from eqa_runner.types import Episode
 
 log = logging.getLogger(__name__)
@@ -57,12 +58,11 @@ def parse_shard(shard: str | None) -> tuple[int, int] | None:
     return i, n
 
 
-def _task_filters(task: DictConfig | None) -> str:
-    """The task's own filters that are set (``task.categories=[...]``), for an error message."""
-    if task is None:
-        return ""
-    set_ = [f"task.{k}={_show(task.get(k))}" for k in ("categories", "subset", "scenes", "types")
-            if task.get(k) not in (None, [], "")]  # fmt: skip
+def _task_filters(task: Any) -> str:
+    """The task's own filters that are set (``task.categories=[...]``; ``task``: its typed
+    config, a benchmark's schema has the filters it has), for an error message."""
+    values = {k: getattr(task, k, None) for k in ("categories", "subset", "scenes", "types")}
+    set_ = [f"task.{k}={_show(v)}" for k, v in values.items() if v not in (None, [], "")]
     return ", ".join(set_)
 
 
@@ -72,9 +72,7 @@ def _show(v: Any) -> str:
     return json.dumps(v) if isinstance(v, (list, dict)) else str(v)
 
 
-def select_episodes(
-    episodes: Sequence[Episode], run: DictConfig, task: DictConfig | None = None
-) -> list[Episode]:
+def select_episodes(episodes: Sequence[Episode], run: RunConfig, task: Any = None) -> list[Episode]:
     """Apply ``run.episodes`` (ids / file), ``run.limit`` and ``run.shard`` in that order.
 
     An empty selection is an error naming the filter that emptied it (a run of nothing would
@@ -87,7 +85,7 @@ def select_episodes(
             if filters
             else "no episodes selected: the task's question file holds none"
         )
-    spec = run.get("episodes")
+    spec = run.episodes
     wanted = _read_ids(spec)
     if spec is not None and not wanted:
         raise ConfigError(
@@ -107,11 +105,11 @@ def select_episodes(
             log.warning("run.episodes lists %d id(s) more than once; each episode runs once",
                         len(wanted) - len(keep))  # fmt: skip
         eps = [e for e in eps if e.episode_id in keep]
-    if run.get("limit") is not None:
-        if int(run.limit) < 1:
+    if run.limit is not None:
+        if run.limit < 1:
             raise ConfigError(f"run.limit={run.limit}: selects no episode; must be >= 1 (or null)")
-        eps = eps[: int(run.limit)]
-    shard = parse_shard(run.get("shard"))
+        eps = eps[: run.limit]
+    shard = parse_shard(run.shard)
     if shard:
         i, n = shard
         eps = eps[i::n]

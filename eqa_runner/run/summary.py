@@ -14,7 +14,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from eqa_runner import __version__
 from eqa_runner.llm.client import endpoint_summary
@@ -26,6 +26,7 @@ from eqa_runner.records import (
     iter_records,
     write_json_atomic,
 )
+from eqa_runner.run.config import RunConfig
 from eqa_runner.run.packed import pack
 from eqa_runner.scoring.aggregate import intervals_note
 from eqa_runner.scoring.base import AggregateReads, Judge
@@ -220,9 +221,11 @@ def build_summary(
 
 @dataclass(frozen=True)
 class SummaryInputs:
-    """What :func:`write_summary` needs (a run's :class:`RunContext`, or rejudge, builds it)."""
+    """What :func:`write_summary` needs (a run's plan, or rejudge's, gives it)."""
 
-    cfg: DictConfig
+    config: dict[str, Any]  # the composed config, resolved (secrets are scrubbed when written)
+    run: RunConfig
+    models: dict[str, str]  # the model of each role (models_of)
     task_info: dict[str, Any]  # the task's describe()
     policy_name: str
     judge: Judge
@@ -308,25 +311,23 @@ def write_summary(
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Aggregate the final record of each selected episode into ``summary.json``."""
-    cfg, judge, out_dir, ids = inputs.cfg, inputs.judge, inputs.out_dir, inputs.episode_ids
+    run, judge, out_dir, ids = inputs.run, inputs.judge, inputs.out_dir, inputs.episode_ids
     reads = judge.aggregate_reads
     final = final_records(slim_record(r, reads) for r in iter_records(out_dir / jsonl_name))
     recs = [final[i] for i in ids if i in final]
-    method = str(cfg.run.get("interval", "cluster"))
-    agg = judge.aggregate(recs, bootstrap_samples=int(cfg.run.bootstrap_samples),
-                          seed=int(cfg.run.seed), interval=method)  # fmt: skip
-    models = models_of(cfg, judge)
-    # a DictConfig's container is a dict (omegaconf types the result of any node)
-    config = cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True))
+    method = run.interval
+    agg = judge.aggregate(recs, bootstrap_samples=run.bootstrap_samples, seed=run.seed,
+                          interval=method)  # fmt: skip
+    models, config = inputs.models, inputs.config
     summary = build_summary(
         config=config, task_info=inputs.task_info, selected_ids=ids, final=final,
         aggregate=agg, models=models, prompts=inputs.prompts,
         extra={
             "policy": inputs.policy_name,
             "judge": judge.name,
-            "shard": cfg.run.get("shard"),
+            "shard": run.shard,
             "run_dir": str(out_dir),
-            "intervals": intervals_note(method, int(cfg.run.bootstrap_samples)),
+            "intervals": intervals_note(method, run.bootstrap_samples),
             "reproducibility": reproducibility_stamp(
                 config=config, task_info=inputs.task_info, prompts=inputs.prompts,
                 judge_model=models["judge"],

@@ -139,10 +139,12 @@ def test_dry_run_two_calls_per_step(tmp_path, compose_cfg, hmeqa_demo, capsys):
 
 def test_judge_without_a_model_needs_no_credentials(tmp_path, compose_cfg, monkeypatch):
     """A judge that calls no model: its model keys are ignored and no key is asked for."""
-    from eqa_runner.run.build import build_components, llm_clients
+    from eqa_runner.run.build import llm_clients
+    from eqa_runner.run.plan import RunPlan
+    from eqa_runner.run.start import START, run_checks
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     cfg = compose_cfg(["task=hmeqa", "policy=re", "judge.model=openai/gpt-4o-2024-08-06"])
-    parts = build_components(cfg)
+    parts = run_checks(RunPlan(cfg), START, names=("typed config", "task", "policy", "judge")).parts
     _, judge_llm = llm_clients(cfg, parts.judge, {})
     assert judge_llm.offline and parts.judge.llm_overrides["model"] == "none"
