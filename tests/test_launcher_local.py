@@ -145,3 +145,26 @@ def test_sweep_over_a_mismatched_fixed_policy_is_refused_at_start(tmp_path: Path
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert proc.stderr.strip().splitlines()[-1].startswith("error: ")
     assert not (tmp_path / "sweep").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_sweep_whose_first_job_cannot_start_submits_nothing(tmp_path: Path) -> None:
+    """The launcher runs the first job's start checks before it submits (a SLURM sweep with no
+    data failed every job after a queue round trip): one line, exit 2, no job, no sweep dir."""
+    good = make_openeqa_dataset(tmp_path / "good", n_questions=4, n_episodes=2, frames=4)
+    missing = tmp_path / "missing"
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    cmd = [
+        sys.executable, "-m", "eqa_runner", "-m", "hydra/launcher=local", "llm=offline",
+        "judge.model=offline", "policy=blind", f"task.data_dir={missing},{good}",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=240)
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert len(errors) == 1 and errors[0].startswith("error: sweep job #0 (")
+    assert "cannot start, so nothing was submitted" in errors[0]
+    assert "question file not found" in errors[0] and "Traceback" not in proc.stderr
+    sweeps = cwd / "outputs" / "sweeps"
+    assert not sweeps.exists() or not any(sweeps.iterdir())  # no .submitit, no multirun.yaml

@@ -16,6 +16,7 @@ import logging
 import os
 import re
 import shlex
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -65,6 +66,7 @@ class WaitForAllLauncher(BaseSubmititLauncher):
         sweep_dir.mkdir(parents=True, exist_ok=True)
         if "mode" in self.config.hydra.sweep:
             os.chmod(sweep_dir, mode=int(str(self.config.hydra.sweep.mode), 8))
+        self._check_first_job(list(job_overrides[0]), initial_job_idx)
         executor = self._executor()
         log.info(f"Submitit '{self._EXECUTOR}' sweep output dir : {sweep_dir}")
         nums = [initial_job_idx + k for k in range(len(job_overrides))]
@@ -98,6 +100,41 @@ class WaitForAllLauncher(BaseSubmititLauncher):
             # traceback of its own sweeper. Exit 1 instead (no later batch would run either).
             raise SystemExit(1)
         return results
+
+    def _check_first_job(self, overrides: list[str], num: int) -> None:
+        """Run the first job's start checks here, before anything is submitted: a sweep whose
+        first job cannot start (no data, a bad value) is one line and exit 2, not a queue round
+        trip. The other jobs are checked where they run (they may differ in anything)."""
+        from eqa_runner.errors import UserError
+        from eqa_runner.run.start import check_before_submit
+
+        assert self.hydra_context is not None and self.config is not None
+        cfg = self.hydra_context.config_loader.load_sweep_config(self.config, overrides)
+        with open_dict(cfg.hydra.job):
+            cfg.hydra.job.num = num
+        subdir = self._subdir(overrides, num)
+        sweep_dir = Path(str(self.config.hydra.sweep.dir)).absolute()
+        with open_dict(cfg.hydra.runtime):  # what Hydra sets when the job runs
+            cfg.hydra.runtime.output_dir = str(sweep_dir / subdir if subdir else sweep_dir)
+            cfg.hydra.runtime.cwd = os.getcwd()
+        try:
+            check_before_submit(cfg)
+        except UserError as e:
+            print(f"error: sweep job #{num} ({' '.join(filter_overrides(overrides))}) cannot "
+                  f"start, so nothing was submitted: {e}", file=sys.stderr, flush=True)  # fmt: skip
+            self._undo_sweep_dir(sweep_dir)
+            raise SystemExit(e.exit_code) from None
+
+    def _undo_sweep_dir(self, sweep_dir: Path) -> None:
+        """A refused sweep leaves no trace: Hydra's ``multirun.yaml`` goes, and so does the dir
+        when the sweep claimed it (a ``hydra.sweep.dir`` the user named stays)."""
+        assert self.config is not None
+        if not sweep_dir.is_dir() or {p.name for p in sweep_dir.iterdir()} - {"multirun.yaml"}:
+            return
+        (sweep_dir / "multirun.yaml").unlink(missing_ok=True)
+        named = OmegaConf.to_container(self.config.hydra.overrides.hydra)
+        if not any(str(o).startswith("hydra.sweep.dir=") for o in cast(list, named)):
+            sweep_dir.rmdir()
 
     def _subdir(self, overrides: list[str], num: int) -> str | None:
         """The job's run-dir name inside the sweep dir (``hydra.sweep.subdir`` resolved)."""
