@@ -294,9 +294,10 @@ def _judge_fingerprint(run_dir: Path, cfg: DictConfig, prompts: dict[str, Any], 
     """Check (or write, before the first record) the judge fingerprint of ``rejudged-<tag>``."""
     from eqa_runner.records import write_json_atomic
     from eqa_runner.run.provenance import check_same_judge, input_hashes, judge_record
+    from eqa_runner.scoring.declare import declared
 
-    blind = cfg.judge.get("blind_run_dir")
-    inputs = input_hashes({}, prompts, [Path(str(blind)) / EPISODES_FILE] if blind else [])
+    files = declared(str(cfg.judge._target_)).input_files(cfg.judge)  # e.g. a blind run
+    inputs = input_hashes({}, prompts, files)
     judge_cfg = OmegaConf.to_container(cfg.judge, resolve=True)
     rec = judge_record(cast(dict, judge_cfg), {k: v for k, v in inputs.items() if k != "data"})
     side = run_dir / f"provenance.rejudged-{tag}.json"

@@ -159,3 +159,85 @@ def test_a_built_in_benchmark_is_registered_like_a_plugin():
             for target in _targets(yaml.safe_load(path.read_text(encoding="utf-8"))):
                 if target.startswith("eqa_runner.benchmarks."):
                     assert target.startswith(f"eqa_runner.benchmarks.{pkg}."), f"{path}: {target}"
+
+
+# the names the issue found in shared code; the test adds every declared name with a ``_``
+KNOWN_KEYS = ("score_1to5", "d_T", "E_path", "llm_match", "success_weighted", "blind_run_dir")
+
+
+def _judge_classes() -> list[type]:
+    """Every registered benchmark's judge class (built-in and plugin), from its judge option."""
+    from importlib.resources import files
+
+    import yaml
+    from hydra.utils import get_class
+
+    from eqa_runner.registry import benchmarks
+
+    out = []
+    for b in benchmarks():
+        pkg = str(b.conf_dir).removeprefix("pkg://")
+        node = yaml.safe_load(files(pkg).joinpath("judge", f"{b.judge}.yaml").read_text())
+        out.append(get_class(node["_target_"]))
+    return out
+
+
+def _metric_and_judge_keys() -> list[str]:
+    """The names a benchmark owns: declared metric names and judge input keys that are words
+    of their own (with a ``_``: ``accuracy`` or ``delta`` are plain English)."""
+    names = set(KNOWN_KEYS)
+    for cls in _judge_classes():
+        d = cls.declaration()
+        names |= {m.name for m in d.metrics if "_" in m.name} | {i.key for i in d.inputs}
+    return sorted(names)
+
+
+def _named_keys(root: Path, keys: list[str]) -> list[str]:
+    """Lines of shared code (outside eqa_runner/benchmarks/) that name one of ``keys``."""
+    import re
+
+    pattern = re.compile("|".join(rf"(?<![A-Za-z0-9_]){re.escape(k)}(?![A-Za-z0-9_])"
+                                  for k in keys))  # fmt: skip
+    found = []
+    paths = [p for d in ("eqa_runner", "hydra_plugins") for p in sorted((root / d).rglob("*"))
+             if p.suffix in (".py", ".j2", ".js", ".yaml")]  # fmt: skip
+    for path in paths:
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith("eqa_runner/benchmarks/"):
+            continue
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if pattern.search(line):
+                found.append(f"{rel}:{i}: {line.strip()}")
+    return found
+
+
+def test_every_judge_declares_its_metrics():
+    """Each judge lists its metrics (scale, direction, aggregation; its headline among them)."""
+    from eqa_runner.scoring.declare import SCALES
+
+    classes = _judge_classes()
+    assert len(classes) >= 5
+    for cls in classes:
+        d = cls.declaration()
+        names = [m.name for m in d.metrics]
+        assert cls.metric_list, cls  # declared, not the fallback
+        assert len(names) == len(set(names)), cls
+        assert cls.headline in [m.name for m in d.headline()], cls
+        assert all(m.scale in SCALES and m.aggregation == "mean" for m in d.metrics), cls
+        assert set(d.per_category()) <= set(names)
+
+
+def test_no_module_outside_a_benchmark_package_names_its_metrics_or_judge_keys():
+    """Shared code reads the judges' declarations; it never names a metric or a judge key."""
+    keys = _metric_and_judge_keys()
+    assert {"C_star", "llm_match_spl", "d_min"} <= set(keys)  # declared names are collected
+    found = _named_keys(ROOT, keys)
+    assert found == [], "\n".join(found)
+
+
+def test_a_metric_name_in_shared_code_is_found(tmp_path: Path):
+    (tmp_path / "eqa_runner" / "report").mkdir(parents=True)
+    (tmp_path / "eqa_runner" / "benchmarks" / "x").mkdir(parents=True)
+    (tmp_path / "eqa_runner" / "report" / "a.py").write_text('k = "d_T"\nunexplored_T = 1\n')
+    (tmp_path / "eqa_runner" / "benchmarks" / "x" / "j.py").write_text('k = "d_T"\n')
+    assert _named_keys(tmp_path, ["d_T"]) == ['eqa_runner/report/a.py:1: k = "d_T"']

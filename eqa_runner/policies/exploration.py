@@ -26,7 +26,7 @@ class Exploration:
     episode: Episode
     proposer: WaypointProposer
     stop_llm: LLMClient
-    goal: np.ndarray | None  # the task's goal position (d_T); None for tasks without one
+    goal: np.ndarray | None  # the task's goal position (final distance); None without one
     state: AgentState  # the agent now (after the last hop)
     area: float = 0.0  # x-z area of the scene's navmesh bounds
     budget: int = 0

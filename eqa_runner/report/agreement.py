@@ -26,13 +26,8 @@ from eqa_runner.scoring.aggregate import clusters_of, interval_of
 from eqa_runner.scoring.stats import Agreement, Power, judge_agreement, power_analysis
 
 REJUDGED = "episodes.rejudged-"
-# per-episode marks a judge records, and the ordered values they take (for κ)
-MARKS: dict[str, tuple[str, tuple[float, ...]]] = {
-    "score_1to5": ("mark 1–5", (1, 2, 3, 4, 5)),
-    "sigma": ("σ", (0.0, 0.5, 1.0)),
-    "delta": ("δ", (1, 2, 3, 4, 5)),
-}
 TOP = 10
+Marks = dict[str, tuple[str, tuple[float, ...]]]  # mark -> (label, its ordered values)
 
 
 @dataclass
@@ -46,6 +41,8 @@ class JudgeScores:
     headline: str
     head: dict[str, Any]
     marks: dict[str, dict[str, float]] = field(default_factory=dict)
+    # the per-episode marks the judge declares (``Metric.levels``), for weighted κ
+    mark_specs: Marks = field(default_factory=dict)
 
 
 @dataclass
@@ -55,6 +52,7 @@ class PairAgreement:
     metric: str
     agreement: Agreement
     kappas: dict[str, tuple[float | None, float | None, int]]  # mark -> (linear, quadr., n)
+    labels: dict[str, str] = field(default_factory=dict)  # mark -> its shown name
 
 
 @dataclass
@@ -66,9 +64,9 @@ class JudgesReport:
     questions: dict[str, str]  # episode_id -> question (for the disagreement table)
 
 
-def _marks(records: list[Any]) -> dict[str, dict[str, float]]:
+def _marks(records: list[Any], specs: Marks) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
-    for name in MARKS:
+    for name in specs:
         vals = {
             str(r["episode_id"]): float(r["metrics"][name])
             for r in records
@@ -86,13 +84,14 @@ def _judge_scores(
     config = (summary or {}).get("config") or run.config
     judge = judge_for(config if isinstance(config.get("judge"), dict) else run.config)
     values = judge.episode_values(recs)
+    specs = type(judge).declaration().marks()
     headline = next(iter(values))
     samples = int((config.get("run") or {}).get("bootstrap_samples", 1000))
     head = interval_of(values[headline], clusters_of(recs), method=method, samples=samples,
                        seed=seed)  # fmt: skip
     return JudgeScores(
         name, jsonl.name, summary or {}, Scores(values, clusters_of(recs), recs), headline, head,
-        _marks(recs),
+        _marks(recs, specs), specs,
     )  # fmt: skip
 
 
@@ -135,7 +134,7 @@ def judges_report(
                 method="auto" if method == "cluster" else "iid", samples=samples, seed=seed,
             )  # fmt: skip
             kappas = {}
-            for name, (_, marks) in MARKS.items():
+            for name, (_, marks) in a.mark_specs.items():
                 ma, mb = a.marks.get(name), b.marks.get(name)
                 if not ma or not mb:
                     continue
@@ -146,7 +145,8 @@ def judges_report(
                 kl = weighted_kappa(x, y, marks=marks, weights="linear") if common else None
                 kq = weighted_kappa(x, y, marks=marks, weights="quadratic") if common else None
                 kappas[name] = (kl, kq, len(common))
-            pairs.append(PairAgreement(a.name, b.name, m, agr, kappas))
+            labels = {k: a.mark_specs[k][0] for k in kappas}
+            pairs.append(PairAgreement(a.name, b.name, m, agr, kappas, labels))
     questions = {str(r["episode_id"]): str(r["question"]) for r in judges[0].scores.records}
     return JudgesReport(run, method, judges, pairs, questions)
 
@@ -182,7 +182,7 @@ def judges_tables(rep: JudgesReport) -> dict[str, pd.DataFrame]:
             "Kendall τ": _f(g.kendall),
         }
         for name, (kl, kq, _) in p.kappas.items():
-            label = MARKS[name][0]
+            label = p.labels.get(name, name)
             row[f"κ {label} (lin / quad)"] = f"{_f(kl)} / {_f(kq)}"
         row[f"shift b − a ({p.metric})"] = (
             "-" if s.delta is None else f"{s.delta:+.1f} [{s.lo:+.1f}, {s.hi:+.1f}]"

@@ -247,14 +247,15 @@ def _judges(args: argparse.Namespace, runs: list[Run]) -> int:
     return 0
 
 
-def check_power_args(args: argparse.Namespace) -> None:
-    """Refuse ``--delta`` / ``--correlation`` / ``--samples`` values no answer can come from."""
+def check_power_args(args: argparse.Namespace, percent: bool = True) -> None:
+    """Refuse ``--delta`` / ``--correlation`` / ``--samples`` values no answer can come from;
+    ``percent``: the metric is a percentage, as its judge declares (metres are not capped)."""
     import math
 
     d = float(args.delta)
     if not math.isfinite(d) or d <= 0:
         raise ReportError(f"--delta {args.delta}: give a finite difference > 0, e.g. --delta 5")
-    if d >= 100 and not str(args.metric or "").startswith("d_"):  # d_T: metres
+    if d >= 100 and percent:
         raise ReportError(
             f"--delta {args.delta}: the scored metrics are percentages (0-100), so no two "
             "runs differ by that much; give a difference below 100, e.g. --delta 5"
@@ -271,7 +272,12 @@ def _power(args: argparse.Namespace, runs: list[Run]) -> int:
 
     if args.delta is None:
         raise ReportError("--power needs --delta D (in the metric's unit, e.g. 5 = 5 points)")
-    check_power_args(args)
+    from eqa_runner.scoring.declare import PERCENT
+
+    decl = runs[0].declaration()
+    heads = decl.headline()
+    spec = decl.get(args.metric) if args.metric else (heads[0] if heads else None)
+    check_power_args(args, percent=spec is None or spec.scale == PERCENT)
     rep = power_report(runs, args.delta, metric=args.metric, correlation=args.correlation,
                        method=args.interval or "cluster")  # fmt: skip
     print(power_text(rep, runs[0].label))

@@ -20,7 +20,7 @@ import pandas as pd
 
 from eqa_runner.errors import ReportError
 from eqa_runner.report.keys import cell, flatten
-from eqa_runner.report.runs import Run, judge_for, runs_differing_keys
+from eqa_runner.report.runs import Run, declarations, judge_for, runs_differing_keys
 from eqa_runner.report.tables import fmt_ci, headline_metrics
 from eqa_runner.scoring.aggregate import INTERVAL_METHODS, clusters_of
 from eqa_runner.scoring.stats import PairedDiff, paired_difference
@@ -187,9 +187,10 @@ def paired_differences(
     return Paired(baseline, method, diffs, notes)
 
 
-def digits_of(metric: str) -> int:
-    """Decimals shown for a metric's Δ: percentages 1, distances in metres (``d_T``) 2."""
-    return 2 if metric == "d_T" else 1
+def digits_of(runs: list[Run], metric: str) -> int:
+    """Decimals shown for a metric's Δ, as its judge declares (percentages 1, metres 2)."""
+    m = declarations(runs).get(metric)
+    return 1 if m is None else m.digits
 
 
 def fmt_delta(d: PairedDiff | None, digits: int = 1) -> str:
@@ -226,7 +227,7 @@ def compare_table(runs: list[Run], baseline: int = 0, paired: Paired | None = No
             if r is runs[baseline]:
                 row[f"Δ {m}"] = "(baseline)"
             elif d is not None:
-                row[f"Δ {m}"] = fmt_delta(d, digits_of(m))
+                row[f"Δ {m}"] = fmt_delta(d, digits_of(runs, m))
             else:
                 row[f"Δ {m}"] = "-" if a is None or b is None else f"{a - b:+.1f}"
         rows.append(row)
@@ -241,7 +242,7 @@ def paired_table(runs: list[Run], paired: Paired) -> pd.DataFrame:
             rows.append({
                 "run": r.short or r.label,
                 "metric": m,
-                "Δ": fmt_delta(d, k := digits_of(m)),
+                "Δ": fmt_delta(d, k := digits_of(runs, m)),
                 "95% CI": "-" if d.lo is None or d.hi is None
                           else f"[{d.lo:+.{k}f}, {d.hi:+.{k}f}]",
                 "p": fmt_p(d.p_value),
@@ -289,11 +290,13 @@ def _canon(v: Any) -> str:
     return json.dumps(v, sort_keys=True, default=str)
 
 
-def stamp_warnings(runs: list[Run], compared: list[str]) -> list[str]:
-    """Differences between the runs' reproducibility stamps not explained by the compared keys."""
+def stamp_warnings(runs: list[Run], compared: list[str], *, short: bool = False) -> list[str]:
+    """Differences between the runs' reproducibility stamps not explained by the compared keys
+    (``short``: runs named by their swept keys, as the HTML page names them)."""
     stamps = [r.summary.get("reproducibility") for r in runs]
     out = []
-    missing = [r.label for r, s in zip(runs, stamps, strict=True) if not s]
+    names = [(r.short or r.label) if short else r.label for r in runs]
+    missing = [n for n, s in zip(names, stamps, strict=True) if not s]
     if missing:
         out.append(f"no reproducibility stamp (summary from an older version) in: "
                    f"{', '.join(missing)}")  # fmt: skip

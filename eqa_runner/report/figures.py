@@ -65,8 +65,11 @@ class Thumbs:
         return data_uri(buf.getvalue(), "image/jpeg")
 
 
-def category_chart(runs: list[Run], metric: str) -> str | None:
-    """Bars per category (one colour per run) with 95% interval error bars, as a data URI."""
+def category_chart(
+    runs: list[Run], metric: str, *, percent: bool = True, lower_better: bool = False
+) -> str | None:
+    """Bars per category (one colour per run) with 95% interval error bars, as a data URI;
+    None when no run has a value of ``metric`` in a category (nothing to draw)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -74,7 +77,8 @@ def category_chart(runs: list[Run], metric: str) -> str | None:
     import numpy as np
 
     per_run = [groups(r.summary, "category") for r in runs]
-    cats = sorted({c for g in per_run for c in g})
+    cats = sorted({c for g in per_run for c, ms in g.items()
+                   if (ms.get(metric) or {}).get("mean") is not None})  # fmt: skip
     if not cats:
         return None
     width = 0.8 / max(1, len(runs))
@@ -89,11 +93,14 @@ def category_chart(runs: list[Run], metric: str) -> str | None:
             means.append(np.nan if mean is None else mean)
             lo.append(0 if mean is None or ci[0] is None else mean - ci[0])
             hi.append(0 if mean is None or ci[1] is None else ci[1] - mean)
-        ax.bar(x + (i - (len(runs) - 1) / 2) * width, means, width, yerr=[lo, hi], capsize=3,
-               label=(r.short or r.label)[:60])  # fmt: skip
+        bars = ax.bar(x + (i - (len(runs) - 1) / 2) * width, means, width, yerr=[lo, hi],
+                      capsize=3, label=(r.short or r.label)[:60])  # fmt: skip
+        # each bar's mean as text: a bar at 0 (nobody right) still shows it has a value
+        ax.bar_label(bars, labels=["" if np.isnan(m) else f"{m:.{1 if percent else 2}f}"
+                                   for m in means], fontsize=7, padding=2)  # fmt: skip
     ax.set_xticks(x, [c.replace(" ", "\n") for c in cats], fontsize=8)
-    ax.set_ylabel(f"{metric} (95% CI)")
-    ax.set_ylim(0, 105 if metric != "d_T" else None)
+    ax.set_ylabel(f"{metric} (95% CI{', lower is better' if lower_better else ''})")
+    ax.set_ylim(0, 105 if percent else None)
     ax.grid(axis="y", alpha=0.3)
     if len(runs) > 1:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1, 1))

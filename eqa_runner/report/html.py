@@ -34,9 +34,16 @@ from eqa_runner.report.figures import (
     file_uri,
     forest_svg,
 )
-from eqa_runner.report.runs import Run, common_parent, load_records, runs_differing_keys
+from eqa_runner.report.runs import (
+    Run,
+    common_parent,
+    declarations,
+    load_records,
+    runs_differing_keys,
+)
 from eqa_runner.report.sweep_figures import sweep_svgs
 from eqa_runner.report.tables import display_runs, headline_metrics, runs_table
+from eqa_runner.scoring.declare import PERCENT, Declaration
 from eqa_runner.types import EpisodeRecord
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -60,6 +67,7 @@ class EpisodeRow:
     prediction: str
     judge: str
     exploration: str = ""
+    options: str = ""  # a multiple-choice question's options ("A. sofa · B. bed ...")
     error: bool = False
     images: list[Image] = field(default_factory=list)
     map: Image | None = None  # the trajectory map (exploration tasks)
@@ -72,9 +80,10 @@ class EpisodeRow:
 class Section:
     """The episode rows of one run."""
 
-    label: str
+    label: str  # the run's swept keys (``policy=fbe, run.seed=1``), else its dir
     episodes: list[EpisodeRow]
     hidden: int = 0  # rows beyond --max-episodes
+    path: str = ""  # the run's dir, relative to the reported runs' common parent
 
 
 def _episodes_dir(run: Run) -> Path | None:
@@ -86,9 +95,11 @@ def _episodes_dir(run: Run) -> Path | None:
     return None
 
 
-def _score(rec: EpisodeRecord) -> float | None:
+def _score(rec: EpisodeRecord, row_metrics: list[str]) -> float | None:
+    """The episode's score shown in its row: the first per-episode metric the judge declares
+    as one (``Metric.row``) that the record holds."""
     m = rec["metrics"]
-    for k in ("score_1to5", "c", "delta"):
+    for k in row_metrics:
         v = m.get(k)
         if v is not None:
             return float(v)
@@ -162,14 +173,28 @@ def _exploration(rec: EpisodeRecord) -> str:
     steps = m.get("steps_taken", tr.get("steps_taken"))
     bits = [f"path {path:.1f} m" + (f" (ref {ref:.1f} m)" if ref is not None else "")]
     if d_t is not None:
-        bits.append(f"d_T {d_t:.2f} m")
+        bits.append(f"goal {d_t:.2f} m away")
     if steps is not None:
         stop = tr.get("stop_reason")
         bits.append(f"{int(steps)} steps" + (f", {stop}" if stop else ""))
     return "; ".join(bits)
 
 
-def _row(rec: EpisodeRecord, run_dir: Path, ep_dir: Path | None, thumbs: Thumbs) -> EpisodeRow:
+def _options(trace: dict[str, Any]) -> str:
+    """The lettered options of a multiple-choice question (the trace's ``choices``), so a row
+    saying "reference C, prediction A" shows what C and A were."""
+    from eqa_runner.capabilities import CHOICES
+    from eqa_runner.llm.choice import LETTERS, option_letters
+
+    opts = trace.get(CHOICES)
+    if not isinstance(opts, list) or not 1 <= len(opts) <= len(LETTERS):
+        return ""
+    return " · ".join(f"{k}. {o}" for k, o in zip(option_letters(len(opts)), opts, strict=True))
+
+
+def _row(
+    rec: EpisodeRecord, run_dir: Path, ep_dir: Path | None, thumbs: Thumbs, row_metrics: list[str]
+) -> EpisodeRow:
     err = rec["status"] != "ok"
     judge = rec["judge_raw"] or ""
     if err:
@@ -178,12 +203,13 @@ def _row(rec: EpisodeRecord, run_dir: Path, ep_dir: Path | None, thumbs: Thumbs)
     return EpisodeRow(
         episode_id=str(rec["episode_id"]),
         category=str(rec["category"] or ""),
-        score=_score(rec),
+        score=_score(rec, row_metrics),
         question=str(rec["question"] or ""),
         answer=str(rec["answer"] or ""),
         prediction=str(rec["prediction"] or ""),
         judge=str(judge),
         exploration=_exploration(rec),
+        options=_options(rec["trace"]),
         error=err,
         images=_images(rec, run_dir, ep_dir, thumbs),
         **episode_media(rec["trace"], run_dir, thumbs, str(rec["episode_id"])),
@@ -201,8 +227,9 @@ def episode_section(run: Run, thumbs: Thumbs, max_episodes: int) -> Section:
         for d in dirs:
             recs += [(r, d) for r in load_records([d], run.records_file)]
         total = len(recs)
-    rows = [_row(rec, d, ep_dir, thumbs) for rec, d in recs[:max_episodes]]
-    return Section(run.label, rows, max(0, total - max_episodes))
+    shown = run.declaration().row_metrics()
+    rows = [_row(rec, d, ep_dir, thumbs, shown) for rec, d in recs[:max_episodes]]
+    return Section(run.short or run.label, rows, max(0, total - max_episodes), run.label)
 
 
 def _notes(runs: list[Run]) -> list[str]:
@@ -244,8 +271,25 @@ def forest_plots(runs: list[Run], paired: Paired) -> list[Markup]:
         ]
         if rows:
             title = f"Δ {m} vs baseline {base.short or base.label} (paired, {how})"
-            plots.append(forest_svg(rows, title=title, unit=m, digits=digits_of(m)))
+            plots.append(forest_svg(rows, title=title, unit=m, digits=digits_of(runs, m)))
     return plots
+
+
+def category_charts(runs: list[Run], decl: Declaration) -> list[dict[str, str]]:
+    """One chart per metric the judges declare per category and the summaries hold a value of
+    in some category (a headline without a breakdown gets no empty chart)."""
+    charts = []
+    for name in decl.per_category():
+        spec = decl.get(name)
+        uri = category_chart(
+            runs,
+            name,
+            percent=spec is None or spec.scale == PERCENT,
+            lower_better=spec is not None and not spec.higher_is_better,
+        )
+        if uri:
+            charts.append({"uri": uri, "metric": name})
+    return charts
 
 
 def render(
@@ -272,19 +316,14 @@ def render(
             paired_html = Markup(pt.to_html(index=False, na_rep="-", escape=True,
                                             classes="summary"))  # fmt: skip
         paired_notes = paired.notes + [
-            f"warning: {w}" for w in stamp_warnings(runs, runs_differing_keys(runs))
+            f"warning: {w}" for w in stamp_warnings(runs, runs_differing_keys(runs), short=True)
         ]
-        if "run" not in table.columns:  # identical configs already get a "run" column
-            table.insert(0, "run", [r.label for r in runs])
+        # the swept keys' columns name the rows (a Hydra sweep's dir names run to 80
+        # characters); identical configs already get a "run" column of their dirs
     else:
         table = display_runs(runs_table(runs), metrics)
-    # question types are stored in the records' category field
-    group = "question type" if "E_path" in metrics else "category"
-    charts = []
-    for m in metrics[:1] if len(metrics) < 2 else [m for m in metrics if m != "d_T"][:2]:
-        uri = category_chart(runs, m)
-        if uri:
-            charts.append({"uri": uri, "metric": m})
+    decl = declarations(runs)
+    charts = category_charts(runs, decl)
     thumbs = Thumbs()
     sections = [episode_section(r, thumbs, max_episodes) for r in runs]
     summary_table = table.to_html(index=False, na_rep="-", escape=True, classes="summary")
@@ -296,7 +335,7 @@ def render(
         "sweeps": sweeps,
         "paired_table": paired_html,
         "paired_notes": paired_notes,
-        "group": group,
+        "group": decl.category_label,  # e.g. question types, stored as the records' category
         "charts": charts,
         "categories": sorted({e.category for s in sections for e in s.episodes}),
         "sections": sections,

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from eqa_runner.run.provenance import PLUMBING_KEYS, flatten, is_plumbing
+from eqa_runner.run.provenance import PLUMBING_KEYS, flatten, is_plumbing, judge_input_keys
 
 __all__ = ["GROUPS", "IGNORED_KEYS", "cell", "config_key", "differing_keys", "flatten"]
 
@@ -17,13 +17,14 @@ IGNORED_KEYS = PLUMBING_KEYS
 GROUPS = ("task", "policy", "llm", "judge", "sim", "experiment")
 
 
-def is_ignored(key: str) -> bool:
-    return is_plumbing(key)
+def is_ignored(key: str, inputs: Sequence[str] = ()) -> bool:
+    return is_plumbing(key, inputs)
 
 
 def config_key(config: dict[str, Any]) -> str:
     """The config without plumbing keys, as one comparable string (shards of one config match)."""
-    flat = {k: v for k, v in flatten(config).items() if not is_ignored(k)}
+    inputs = judge_input_keys(config)
+    flat = {k: v for k, v in flatten(config).items() if not is_ignored(k, inputs)}
     return json.dumps(flat, sort_keys=True, default=str)
 
 
@@ -44,7 +45,8 @@ def differing_keys(
     """
     flats = []
     for config, chosen in zip(configs, choices, strict=True):
-        f = {k: v for k, v in flatten(config).items() if not is_ignored(k)}
+        inputs = judge_input_keys(config)
+        f = {k: v for k, v in flatten(config).items() if not is_ignored(k, inputs)}
         for g, choice in chosen.items():
             f[g] = choice
         flats.append(f)

@@ -17,6 +17,7 @@ from typing import Any, cast
 from eqa_runner.errors import ReportError
 from eqa_runner.records import EPISODES_FILE, SUMMARY_FILE, final_records, read_records
 from eqa_runner.report.keys import GROUPS, cell, config_key, differing_keys, flatten
+from eqa_runner.scoring.declare import Declaration, Metric, declaration_for, merged
 from eqa_runner.types import EpisodeRecord
 
 
@@ -46,6 +47,14 @@ class Run:
         if self.keep_head:
             self.head = (recs[: self.keep_head], len(recs))
         return recs
+
+    def declaration(self) -> Declaration:
+        """What the run's judge declares (its metrics, their scales); a run whose judge class
+        is not importable here has its summary's headline names, as percentages."""
+        d = declaration_for(self.config)
+        if d is None:
+            d = Declaration(tuple(Metric(str(k)) for k in self.summary.get("headline") or {}))
+        return d
 
     def section(self, name: str) -> dict[str, Any]:
         """A config group's node (``{}`` when the run's config has none)."""
@@ -394,3 +403,8 @@ def common_parent(paths: list[Path]) -> Path | None:
             break
         common.append(xs[0])
     return Path(*common) if common else None
+
+
+def declarations(runs: list[Run]) -> Declaration:
+    """The runs' judges' declarations merged (a comparison of benchmarks holds them all)."""
+    return merged(r.declaration() for r in runs)

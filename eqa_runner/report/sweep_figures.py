@@ -94,6 +94,8 @@ def sweep_svg(points: list[SweepPoint], *, key: str, metric: str) -> Markup:
                    x_hi if numeric else 1, left, pw)  # fmt: skip
     out.append(f'<text x="{left + pw / 2}" y="{h - 8}" text-anchor="middle" fill="#333">'
                f"{escape(key)}</text>")  # fmt: skip
+    if numeric:
+        out += _lines(points, key, sx, sy)
     out += _points(points, sx, sy)
     out.append("</svg>")
     return Markup("\n".join(out))
@@ -126,6 +128,38 @@ def _x_axis(points: list[SweepPoint], slots: list[str], numeric: bool, sx: Any, 
         text = s if len(s) <= 18 else s[:17] + "…"
         out.append(f'<text x="{x:.1f}" y="{y + 16}" text-anchor="middle" fill="#555">'
                    f"{escape(text)}<title>{escape(s)}</title></text>")  # fmt: skip
+    return out
+
+
+def series(points: list[SweepPoint], key: str) -> dict[str, list[tuple[int, SweepPoint]]]:
+    """Points grouped by their runs' other swept values (the label without ``key=<value>``),
+    each with its slot index among the points sharing its value, in key order."""
+    out: dict[str, list[tuple[int, SweepPoint]]] = {}
+    for x in dict.fromkeys(p.x for p in points):
+        group = [p for p in points if p.x == x]
+        for k, p in enumerate(group):
+            rest = ", ".join(t for t in p.label.split(", ") if t != f"{key}={p.x}")
+            out.setdefault(rest, []).append((k, p))
+    return {s: sorted(ps, key=lambda kp: float(kp[1].x)) for s, ps in out.items()}
+
+
+def _lines(points: list[SweepPoint], key: str, sx: Any, sy: Any) -> list[str]:
+    """A numeric key: each series' means joined by a line over a band of its intervals."""
+    out = []
+    for i, ps in enumerate(series(points, key).values()):
+        if len(ps) < 2:
+            continue
+        color = PALETTE[i % len(PALETTE)]
+        n = {p.x: sum(1 for q in points if q.x == p.x) for _, p in ps}
+        xy = [(sx(p, k, n[p.x]), p) for k, p in ps]
+        if all(p.lo is not None and p.hi is not None for _, p in xy):
+            band = [f"{x:.1f},{sy(p.hi):.1f}" for x, p in xy]
+            band += [f"{x:.1f},{sy(p.lo):.1f}" for x, p in reversed(xy)]
+            out.append(f'<polygon class="band" points="{" ".join(band)}" fill="{color}" '
+                       'fill-opacity="0.12" stroke="none"/>')  # fmt: skip
+        line = " ".join(f"{x:.1f},{sy(p.mean):.1f}" for x, p in xy)
+        out.append(f'<polyline class="line" points="{line}" fill="none" stroke="{color}" '
+                   'stroke-width="1.5"/>')  # fmt: skip
     return out
 
 

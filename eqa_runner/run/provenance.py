@@ -16,7 +16,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,16 +71,25 @@ PLUMBING_KEYS: tuple[str, ...] = (
     "*.concurrency",
     "run.interval",
     "run.adopt",
-    "judge.blind_run_dir",  # its records' content hash is an input (judge_inputs)
     "hydra.*",
     "logger",
     "logger.*",
 )
 
 
-def is_plumbing(key: str) -> bool:
-    """True for a dotted config key that does not affect results (see :data:`PLUMBING_KEYS`)."""
-    return any(fnmatch.fnmatchcase(key, pat) for pat in PLUMBING_KEYS)
+def is_plumbing(key: str, inputs: Sequence[str] = ()) -> bool:
+    """True for a dotted config key that does not affect results (see :data:`PLUMBING_KEYS`);
+    ``inputs``: the judge's keys naming another run (:func:`judge_input_keys`), whose content
+    hash is an input instead."""
+    return key in inputs or any(fnmatch.fnmatchcase(key, pat) for pat in PLUMBING_KEYS)
+
+
+def judge_input_keys(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The dotted keys of the other runs the config's judge declares it reads (``RunInput``)."""
+    from eqa_runner.scoring.declare import declaration_for
+
+    d = declaration_for(config)
+    return () if d is None else tuple(d.input_keys())
 
 
 def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
@@ -96,7 +105,8 @@ def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
 def result_config(config: Mapping[str, Any]) -> dict[str, Any]:
     """The flattened, resolved config without plumbing keys, sorted by key."""
     flat = flatten(config)
-    return {k: flat[k] for k in sorted(flat) if not is_plumbing(k)}
+    inputs = judge_input_keys(config)
+    return {k: flat[k] for k in sorted(flat) if not is_plumbing(k, inputs)}
 
 
 def fingerprint(config: Mapping[str, Any]) -> str:
@@ -165,7 +175,8 @@ def differences(
     old: Mapping[str, Any], config: Mapping[str, Any], inputs: Mapping[str, Any] | None
 ) -> list[str]:
     """What differs between a recorded provenance and this start (``key: old -> new``)."""
-    before = {k: v for k, v in (old.get("config") or {}).items() if not is_plumbing(k)}
+    inputs = judge_input_keys(config)
+    before = {k: v for k, v in (old.get("config") or {}).items() if not is_plumbing(k, inputs)}
     now = result_config(config)
     out = [
         f"{k}: {_short(before[k]) if k in before else 'unset'} -> "

@@ -12,6 +12,7 @@ from eqa_runner.configured import Configured
 from eqa_runner.llm import LLMClient, Message, RequestEstimate, user
 from eqa_runner.llm.config import LLMConfig
 from eqa_runner.scoring.config import JudgeConfig
+from eqa_runner.scoring.declare import Declaration, Metric, RunInput, declaration_of
 from eqa_runner.sim.config import STANDALONE_SIM
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
 
@@ -57,6 +58,15 @@ class Judge(Configured, ABC):
     reads: ClassVar[frozenset[str]] = frozenset({cap.QUESTION})  # of the task's and policy's
     # what aggregate() reads of a record; None: the whole record (but the per-step log)
     aggregate_reads: ClassVar[AggregateReads | None] = None
+    # the numbers it produces and the other runs it reads (eqa_runner/scoring/declare.py):
+    # shared code (report, compare, agreement, power, provenance) reads these, never a name
+    metric_list: ClassVar[tuple[Metric, ...]] = ()
+    run_inputs: ClassVar[tuple[RunInput, ...]] = ()
+    category_label: ClassVar[str] = "category"  # what the records' ``category`` holds
+
+    @classmethod
+    def declaration(cls) -> Declaration:
+        return declaration_of(cls)
 
     def __init__(self, config: Any = None, **overrides: Any) -> None:
         super().__init__(config, **overrides)

@@ -1,7 +1,7 @@
 """Path efficiency: how a score is discounted by the length of the path that earned it.
 
 ``weight = l / max(l, p)`` with ``l`` the reference path length and ``p`` the agent's (the
-E_path weight, the efficiency-weighted LLM-Match). ``p = 0`` (answered from the start
+weight of the benchmarks' efficiency-weighted scores). ``p = 0`` (answered from the start
 pose) keeps the full score, ``p = inf`` (no path: an unreachable or missing episode) gives 0,
 ``l = p = 0`` (started at the goal, did not move) gives 1, and a missing ``l`` gives None: the
 episode is left out of that mean and counted.
@@ -24,7 +24,7 @@ def path_weight(reference: float | None, path: float | None) -> float | None:
     return 1.0 if denom <= 0 else reference / denom
 
 
-def llm_match_spl(score_1to5: int, reference: float | None, path: float | None) -> float | None:
-    """The efficiency-weighted LLM-Match of one question, in [0, 1]: ``(s-1)/4 * weight``."""
+def weighted_mark(mark: int, reference: float | None, path: float | None) -> float | None:
+    """A 1-5 mark as an efficiency-weighted score in [0, 1]: ``(s-1)/4 * weight``."""
     w = path_weight(reference, path)
-    return None if w is None else (min(max(score_1to5, 1), 5) - 1) / 4 * w
+    return None if w is None else (min(max(mark, 1), 5) - 1) / 4 * w

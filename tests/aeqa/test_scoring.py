@@ -23,9 +23,9 @@ def ep(i="q", ref=L, cat="object recognition"):
 def metrics(judge, mark, trace, ref=L):
     """The per-question metrics score() records for a judge mark (the judge model not called)."""
     path = judge.path_metrics(ep(ref=ref), trace)
-    from eqa_runner.scoring.efficiency import llm_match_spl
+    from eqa_runner.scoring.efficiency import weighted_mark
 
-    spl = llm_match_spl(mark, path.get("reference_path_length"), path.get("path_len"))
+    spl = weighted_mark(mark, path.get("reference_path_length"), path.get("path_len"))
     if not path["has_path"] or math.isnan(path["reference_path_length"]):
         spl = None
     return {"score_1to5": float(mark), "llm_match": (mark - 1) / 4, **path,

@@ -224,7 +224,9 @@ def test_report_table_by_type_csv_and_html_on_express_run(express_run, tmp_path)
     assert "<td>7</td>" in text and "EXPRESS-Bench EAC in percent" in text  # the metric note
     assert "By question type" in text and "<th>question type</th>" in text
     assert 'alt="C by question type"' in text and 'alt="C_star by question type"' in text
-    assert text.count('<img class="chart" src="data:image/png;base64,') == 2  # the two charts
+    # a chart per metric the judge declares per question type (C, C_star, E_path, d_T)
+    assert 'alt="E_path by question type"' in text and 'alt="d_T by question type"' in text
+    assert text.count('<img class="chart" src="data:image/png;base64,') == 4
     assert text.count('<img class="map" src="data:image/png;base64,') == 8  # a map per episode
     rows = re.findall(r'<tr class="ep"[^>]*>.*?</tr>', text, flags=re.S)
     assert len(rows) == 8
@@ -242,7 +244,7 @@ def test_report_table_by_type_csv_and_html_on_express_run(express_run, tmp_path)
         assert tr.count("data:image/jpeg;base64,") == 1  # the judge's (final) frame
         m = rec["metrics"] or rec["trace"]
         assert f"path {m['path_len']:.1f} m (ref {m['gt_geodesic']:.1f} m)" in tr
-        assert f"d_T {m['d_t']:.2f} m" in tr and f"{int(m['steps_taken'])} steps" in tr
+        assert f"goal {m['d_t']:.2f} m away" in tr and f"{int(m['steps_taken'])} steps" in tr
         assert f'alt="{Path(rec["trace"]["judge_images"][0]).name}"' in tr
     assert seen == set(by_id)
     (bad,) = [tr for tr in rows if 'data-score=""' in tr]

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from eqa_runner.scoring.efficiency import llm_match_spl, path_weight
+from eqa_runner.scoring.efficiency import path_weight, weighted_mark
 
 
 @pytest.mark.parametrize(
@@ -31,9 +31,9 @@ def test_path_weight(ref, path, want):
 
 def test_llm_match_spl_two_hand_checked_questions():
     # s = 5, l = 5.537, p = 11.074 -> 1.0 * 0.5
-    assert llm_match_spl(5, 5.537, 11.074) == pytest.approx(0.5)
+    assert weighted_mark(5, 5.537, 11.074) == pytest.approx(0.5)
     # s = 3, l = 12, p = 8 -> 0.5 * 1.0
-    assert llm_match_spl(3, 12.0, 8.0) == pytest.approx(0.5)
-    assert llm_match_spl(1, 12.0, 1.0) == 0.0
-    assert llm_match_spl(4, 12.0, math.inf) == 0.0
-    assert llm_match_spl(4, None, 3.0) is None
+    assert weighted_mark(3, 12.0, 8.0) == pytest.approx(0.5)
+    assert weighted_mark(1, 12.0, 1.0) == 0.0
+    assert weighted_mark(4, 12.0, math.inf) == 0.0
+    assert weighted_mark(4, None, 3.0) is None

@@ -57,6 +57,7 @@ from eqa_runner.llm import LLMClient
 from eqa_runner.records import EPISODES_FILE
 from eqa_runner.scoring.aggregate import clusters_of, interval_of
 from eqa_runner.scoring.base import AggregateReads
+from eqa_runner.scoring.declare import Metric, RunInput
 from eqa_runner.scoring.efficiency import path_weight
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
 
@@ -84,6 +85,12 @@ class AEQAJudge(LLMMatchJudge):
     )  # fmt: skip
 
     headline = "llm_match"
+    metric_list = (
+        Metric("llm_match", per_category=True),
+        Metric("llm_match_spl", per_category=True),
+        *LLMMatchJudge.metric_list[1:],  # the per-episode mark
+    )
+    run_inputs = (RunInput("blind_run_dir", EPISODES_FILE, "a blind run's marks (blind_fallback)"),)
 
     config_class = Schema
     config: Schema

@@ -34,6 +34,7 @@ from eqa_runner.llm import OFFLINE_TAG, ImagePart, LLMClient, Message, RequestEs
 from eqa_runner.llm.replies import tidy_reply
 from eqa_runner.scoring.aggregate import clusters_of, interval_of
 from eqa_runner.scoring.base import AggregateReads, Judge
+from eqa_runner.scoring.declare import MARK, METRES, Metric
 from eqa_runner.scoring.efficiency import path_weight
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
 
@@ -125,6 +126,16 @@ class EACJudge(Judge):
     )  # fmt: skip
 
     headline = "C"
+    metric_list = (
+        Metric("C", per_category=True),
+        Metric("C_star", per_category=True),
+        Metric("E_path", per_category=True),
+        Metric("d_T", scale=METRES, higher_is_better=False, per_category=True),
+        Metric("c", scale=MARK, headline=False, row=True),
+        Metric("sigma", scale=MARK, headline=False, levels=SIGMAS, label="σ"),
+        Metric("delta", scale=MARK, headline=False, row=True, levels=(1, 2, 3, 4, 5), label="δ"),
+    )
+    category_label = "question type"
 
     config_class = EACJudgeConfig
     config: EACJudgeConfig

@@ -23,6 +23,7 @@ from eqa_runner.llm import LLMClient
 from eqa_runner.llm.choice import option_letters, parse_choice
 from eqa_runner.scoring.aggregate import breakdown, clusters_of, interval_of, mean_with_ci
 from eqa_runner.scoring.base import AggregateReads, Judge
+from eqa_runner.scoring.declare import Metric
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
 
 PADDING = "(Do not choose this option)"
@@ -71,6 +72,11 @@ class HMEQAJudge(Judge):
     )  # fmt: skip
 
     headline = "accuracy"
+    metric_list = (
+        Metric("accuracy", per_category=True, row=True),  # per episode: 1 right, 0 wrong
+        Metric("success_weighted"),  # upstream's two rules: no breakdown
+        Metric("success_max"),
+    )
     needs_model = False
 
     config_class = Schema

@@ -14,6 +14,7 @@ from eqa_runner.llm.replies import tidy_reply
 from eqa_runner.prompts import load_prompt, shipped_dir
 from eqa_runner.scoring.aggregate import breakdown, clusters_of, interval_of
 from eqa_runner.scoring.base import AggregateReads, Judge
+from eqa_runner.scoring.declare import MARK, Metric
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
 
 PROMPTS = shipped_dir(__file__)  # the prompt files shipped in this package
@@ -83,6 +84,11 @@ class LLMMatchJudge(Judge):
     )
 
     headline = "llm_match"
+    metric_list = (
+        Metric("llm_match", per_category=True),
+        Metric("score_1to5", scale=MARK, headline=False, row=True, levels=(1, 2, 3, 4, 5),
+               label="mark 1–5"),
+    )  # fmt: skip
 
     config_class = Schema
     config: Schema

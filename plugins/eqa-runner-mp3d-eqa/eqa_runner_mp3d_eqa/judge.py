@@ -18,6 +18,7 @@ from eqa_runner import capabilities as cap
 from eqa_runner.llm import LLMClient
 from eqa_runner.scoring.aggregate import breakdown, clusters_of, interval_of
 from eqa_runner.scoring.base import AggregateReads, Judge
+from eqa_runner.scoring.declare import METRES, Metric
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
 from eqa_runner_mp3d_eqa.config import MP3DEQAJudgeConfig as Schema
 from eqa_runner_mp3d_eqa.episodes import Vocab
@@ -30,6 +31,12 @@ class MP3DEQAJudge(Judge):
     """Exact match in the answer vocabulary, plus d_T / d_D / d_min from the trajectory."""
 
     headline = "accuracy"
+    metric_list = (
+        Metric("accuracy", per_category=True, row=True),  # per episode: 1 right, 0 wrong
+        Metric("d_T", scale=METRES, higher_is_better=False),
+        Metric("d_D", scale=METRES),  # d_0 - d_T: the distance gained towards the goal
+        Metric("d_min", scale=METRES, higher_is_better=False),
+    )
     needs_model = False
     reads = frozenset({cap.QUESTION, cap.GOAL, cap.TRAJECTORY})
     aggregate_reads = AggregateReads(
