@@ -175,8 +175,8 @@ def differences(
     old: Mapping[str, Any], config: Mapping[str, Any], inputs: Mapping[str, Any] | None
 ) -> list[str]:
     """What differs between a recorded provenance and this start (``key: old -> new``)."""
-    inputs = judge_input_keys(config)
-    before = {k: v for k, v in (old.get("config") or {}).items() if not is_plumbing(k, inputs)}
+    judge_keys = judge_input_keys(config)
+    before = {k: v for k, v in (old.get("config") or {}).items() if not is_plumbing(k, judge_keys)}
     now = result_config(config)
     out = [
         f"{k}: {_short(before[k]) if k in before else 'unset'} -> "
