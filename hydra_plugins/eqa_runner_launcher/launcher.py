@@ -16,6 +16,7 @@ import logging
 import os
 import re
 import shlex
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -83,7 +84,12 @@ class WaitForAllLauncher(BaseSubmititLauncher):
         )
         progress_s = float(self.params.get("progress_s", 180.0))
         hint = "; squeue --me lists them" if self._EXECUTOR == "slurm" else ""
-        wait_all(jobs, sweep_dir, progress_s, hint=hint, emit=lambda ln: print(ln, flush=True))
+        try:
+            with _sigterm_raises():
+                wait_all(jobs, sweep_dir, progress_s, hint=hint,
+                         emit=lambda ln: print(ln, flush=True))  # fmt: skip
+        except _Terminated:
+            self._stop_on_sigterm(jobs, nums, job_overrides, sweep_dir)
         results: list[JobReturn] = []
         failed: list[dict[str, Any]] = []
         for num, ov, job in zip(nums, job_overrides, jobs, strict=True):
@@ -100,6 +106,64 @@ class WaitForAllLauncher(BaseSubmititLauncher):
             # traceback of its own sweeper. Exit 1 instead (no later batch would run either).
             raise SystemExit(1)
         return results
+
+    def _stop_on_sigterm(
+        self,
+        jobs: Sequence[Any],
+        nums: list[int],
+        job_overrides: Sequence[Sequence[str]],
+        sweep_dir: Path,
+    ) -> None:
+        """SIGTERM to the sweep driver (a scheduler, ``kill``): local jobs get it too (each
+        keeps its records, writes its summary and stops), then one line and the rerun commands
+        of every job that did not finish; SLURM jobs keep running on the cluster. Exit 143."""
+        if self._EXECUTOR == "local":
+            for job in jobs:
+                process = getattr(job, "_process", None)
+                if process is not None and process.poll() is None:
+                    process.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and not all(_done(j) for j in jobs):
+                time.sleep(0.2)
+        else:
+            running = sum(1 for j in jobs if not _done(j))
+            print(
+                f"[eqa_runner] sweep driver interrupted (SIGTERM): its {running} unfinished "
+                f"jobs keep running on the cluster (squeue --me); when they end: "
+                f"python -m eqa_runner.report {sweep_dir}",
+                file=sys.stderr,
+                flush=True,
+            )
+            raise SystemExit(143)
+        unfinished = []
+        for num, ov, job in zip(nums, job_overrides, jobs, strict=True):
+            try:
+                ok = job.results()[0].status == JobStatus.COMPLETED
+            except Exception:  # noqa: BLE001 - stopped or failed: rerun it
+                ok = False
+            if not ok:
+                unfinished.append(
+                    {
+                        "num": num,
+                        "overrides": list(ov),
+                        "job": job,
+                        "error": JobReturn(
+                            overrides=list(ov),
+                            status=JobStatus.FAILED,
+                            _return_value="interrupted (SIGTERM)",
+                        ),
+                    }
+                )
+        head = (
+            f"[eqa_runner] sweep interrupted (SIGTERM): {len(jobs) - len(unfinished)} of "
+            f"{len(jobs)} jobs finished; the others were stopped with their records kept"
+        )
+        print(
+            self._failure_report(unfinished, len(jobs), sweep_dir, head=head),
+            file=sys.stderr,
+            flush=True,
+        )
+        raise SystemExit(143)
 
     def _check_first_job(self, overrides: list[str], num: int) -> None:
         """Run the first job's start checks here, before anything is submitted: a sweep whose
@@ -147,7 +211,9 @@ class WaitForAllLauncher(BaseSubmititLauncher):
         except Exception:  # noqa: BLE001 - the report then names the sweep dir only
             return None
 
-    def _failure_report(self, failed: list[dict[str, Any]], total: int, sweep_dir: Path) -> str:
+    def _failure_report(
+        self, failed: list[dict[str, Any]], total: int, sweep_dir: Path, head: str = ""
+    ) -> str:
         assert self.config is not None
         # hydra.overrides.hydra is a list of strings (omegaconf types any node's container)
         hydra_ov = [
@@ -156,7 +222,8 @@ class WaitForAllLauncher(BaseSubmititLauncher):
             if not o.startswith(_DROP)
         ]
         lines = [
-            f"[eqa_runner] {len(failed)} of {total} sweep jobs FAILED; the other jobs' results "
+            head
+            or f"[eqa_runner] {len(failed)} of {total} sweep jobs FAILED; the other jobs' results "
             f"are kept in {sweep_dir}",
         ]
         reruns = []
@@ -186,6 +253,30 @@ class WaitForAllLauncher(BaseSubmititLauncher):
         )
         lines += [f"  {r}" for r in reruns]
         return "\n".join(lines)
+
+
+class _Terminated(Exception):
+    """SIGTERM reached the sweep driver while it waited."""
+
+
+class _sigterm_raises:
+    """While inside: SIGTERM raises :class:`_Terminated` in the waiting (main) thread; the
+    previous handler comes back after."""
+
+    def __enter__(self) -> None:
+        self._old = signal.getsignal(signal.SIGTERM)
+
+        def handler(signum: int, frame: Any) -> None:
+            raise _Terminated()
+
+        try:
+            signal.signal(signal.SIGTERM, handler)
+        except ValueError:  # not the main thread: leave signals alone
+            self._old = None
+
+    def __exit__(self, *exc: object) -> None:
+        if self._old is not None:
+            signal.signal(signal.SIGTERM, self._old)
 
 
 def wait_all(
