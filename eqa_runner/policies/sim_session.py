@@ -207,7 +207,8 @@ def goal_distance(
 def goal_path(
     sim: Simulator, state: AgentState, goal: np.ndarray, times: PartTimes = OFF
 ) -> tuple[float, list[np.ndarray]]:
-    """The geodesic length from the agent to the goal and its path's points (the map's line to the goal)."""
+    """The geodesic length from the agent to the goal and its path's points (the map draws the
+    line to the goal along them)."""
     sim.set_agent_pose(state.position, state.rotation)
     with times.part("geodesic"):
         d, points = sim.geodesic_path(state.position, goal)
