@@ -53,7 +53,9 @@ NOT_KEYS = {
     "hydra.job.env_set.X": "docs/reliability.md: any name under a free-form map (screened)",
 }
 # examples that need files outside the checkout (a user's config dir)
-NEEDS_USER_FILES = ("--config-dir", "hydra.searchpath")
+# and docs/extending.md's example packages, installed by the page's `pip install -e` line
+# (tests/test_extending.py builds each package from the page and runs these commands)
+NEEDS_USER_FILES = ("--config-dir", "hydra.searchpath", "policy=first_last", "task=my_bench")
 
 
 # ---------------------------------------------------------------- reading the docs

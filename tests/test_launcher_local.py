@@ -4,6 +4,7 @@ config file both use it."""
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
@@ -146,3 +147,67 @@ def test_sweep_over_a_mismatched_fixed_policy_is_refused_at_start(tmp_path: Path
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert proc.stderr.strip().splitlines()[-1].startswith("error: ")
     assert not (tmp_path / "sweep").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_sweep_whose_first_job_cannot_start_submits_nothing(tmp_path: Path) -> None:
+    """The launcher runs the first job's start checks before it submits (a SLURM sweep with no
+    data failed every job after a queue round trip): one line, exit 2, no job, no sweep dir."""
+    good = make_openeqa_dataset(tmp_path / "good", n_questions=4, n_episodes=2, frames=4)
+    missing = tmp_path / "missing"
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    cmd = [
+        sys.executable, "-m", "eqa_runner", "-m", "hydra/launcher=local", "llm=offline",
+        "judge.model=offline", "policy=blind", f"task.data_dir={missing},{good}",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=240)
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert len(errors) == 1 and errors[0].startswith("error: sweep job #0 (")
+    assert "cannot start, so nothing was submitted" in errors[0]
+    assert "question file not found" in errors[0] and "Traceback" not in proc.stderr
+    sweeps = cwd / "outputs" / "sweeps"
+    assert not sweeps.exists() or not any(sweeps.iterdir())  # no .submitit, no multirun.yaml
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_sigterm_to_a_local_sweep_stops_its_jobs_and_prints_the_reruns(tmp_path, llm_server):
+    """A scheduler's SIGTERM to the sweep driver reaches its local jobs (each keeps its records
+    and writes its summary) and ends with one line plus a rerun command per unfinished job; it
+    ended silently and left the jobs running."""
+    import signal
+    import time
+
+    from tests.conftest import server_overrides
+
+    data = make_openeqa_dataset(tmp_path / "d", n_questions=30, n_episodes=2, frames=2)
+    llm_server.configure(rules=[{"pattern": "Your mark", "reply": "Your mark: 4"}], latency_s=0.3)
+    sweep = tmp_path / "sweep"
+    cmd = [
+        sys.executable, "-m", "eqa_runner", "-m", "hydra/launcher=local",
+        f"hydra.sweep.dir={sweep}", "policy=blind,single", f"task.data_dir={data}",
+        "run.workers=1", "run.progress=false",
+        f"run.cache_dir={tmp_path / 'cache'}", *server_overrides(llm_server),
+    ]  # fmt: skip
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.time() + 180
+    while time.time() < deadline and proc.poll() is None:
+        recs = [p for p in sweep.glob("*/episodes.jsonl") if p.read_bytes().count(b"\n") >= 2]
+        if len(recs) == 2:
+            break
+        time.sleep(0.1)
+    assert proc.poll() is None, "the sweep ended before it was interrupted"
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=200)
+    assert proc.returncode == 143, (out + err)[-3000:]
+    lines = [ln for ln in err.splitlines() if ln.startswith("[eqa_runner] sweep interrupted")]
+    assert lines == [lines[0]] and "(SIGTERM): 0 of 2 jobs finished" in lines[0]
+    assert len(re.findall(r"^  python -m eqa_runner -m .*run.resume=true", err, re.M)) == 2
+    for run_dir in sorted(d for d in sweep.iterdir() if (d / "episodes.jsonl").is_file()):
+        kept = read_records(run_dir / EPISODES_FILE)
+        assert 2 <= len(kept) < 30 and (run_dir / "summary.json").is_file()

@@ -72,6 +72,7 @@ class EpisodeRow:
     error: bool = False
     images: list[Image] = field(default_factory=list)
     map: Image | None = None  # the trajectory map (exploration tasks)
+    map_caption: str = ""  # what the map shows, as text beside it (steps, path, goal)
     strip: list[Image] = field(default_factory=list)  # step frames (run.save_artifacts=true)
     replay: str | None = None  # animated replay as a data URI (run.save_artifacts=true)
     topdown: list[Image] = field(default_factory=list)  # fbe's map per step (save_artifacts)
@@ -138,7 +139,10 @@ def episode_media(
         path = confine(trace[key], run_dir, what=f"trace.{key}") if trace.get(key) else None
         uri = file_uri(path, "image/png") if path else None
         if uri:
+            from eqa_runner.mapping.trajectory import caption
+
             out["map"] = Image(uri, "trajectory map", str(trace[key]))
+            out["map_caption"] = caption(trace)
             break
     if trace.get("topdown_maps") and episode_id is not None:
         from eqa_runner.records import artifact_name
@@ -298,6 +302,35 @@ def category_charts(runs: list[Run], decl: Declaration) -> list[dict[str, str]]:
     return charts
 
 
+def map_legends(sections: list[Section]) -> list[dict[str, Any]]:
+    """One legend per map style on the page (the trajectory map; fbe's top-down maps), each
+    mark as a small SVG swatch beside its meaning."""
+    from eqa_runner.mapping import topdown, trajectory
+
+    styles = []
+    if any(e.map and e.map.alt == "trajectory map" for s in sections for e in s.episodes):
+        styles.append(("trajectory map", trajectory.LEGEND))
+    if any(e.topdown for s in sections for e in s.episodes):
+        styles.append(("top-down maps (frontier planner)", topdown.LEGEND))
+    return [{"name": name, "marks": [(_swatch(shape, rgb), label) for shape, rgb, label in legend]}
+            for name, legend in styles]  # fmt: skip
+
+
+def _swatch(shape: str, rgb: tuple[int, int, int]) -> Markup:
+    c = "#{:02x}{:02x}{:02x}".format(*rgb)
+    body = {
+        "circle": f"<circle cx='7' cy='7' r='5' fill='{c}' stroke='#fff'/>",
+        "ring": f"<circle cx='7' cy='7' r='5' fill='#fff' stroke='{c}' stroke-width='2'/>",
+        "line": "<line x1='0' y1='7' x2='14' y2='7' stroke='#7dafeb' stroke-width='3'/>"
+        f"<line x1='7' y1='7' x2='14' y2='7' stroke='{c}' stroke-width='3'/>",
+        "dash": f"<line x1='0' y1='7' x2='14' y2='7' stroke='{c}' stroke-width='2' "
+        "stroke-dasharray='3 2'/>",
+        "triangle": f"<polygon points='2,12 7,2 12,12' fill='{c}'/>",
+        "diamond": f"<polygon points='7,1 13,7 7,13 1,7' fill='{c}'/>",
+    }.get(shape, f"<rect x='1' y='1' width='12' height='12' fill='{c}' stroke='#999'/>")
+    return Markup(f"<svg width='14' height='14' viewBox='0 0 14 14'>{body}</svg>")
+
+
 def render(
     runs: list[Run],
     *,
@@ -345,6 +378,7 @@ def render(
         "charts": charts,
         "categories": sorted({e.category for s in sections for e in s.episodes}),
         "sections": sections,
+        "legends": map_legends(sections),
         "run_paths": json.dumps([str(r.path) for r in runs]),
     }
     return redact(_environment().get_template("report.html.j2").render(values))

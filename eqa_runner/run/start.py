@@ -269,6 +269,18 @@ LOCKED: tuple[Check, ...] = (
 REJUDGE = ("fit", "typed config", "pinned judge", "judge", "judge inputs")
 
 
+# a sweep's launcher runs these on its first job before it submits anything: every check that
+# needs no run dir and connects nowhere, so a sweep whose first job cannot start (no data, a bad
+# value) is refused before the queue, not found out hours later (hydra_plugins launcher)
+BEFORE_SUBMIT = ("secrets", "added keys", "values", "fit", "typed config", "pinned judge", "task",
+                 "policy", "judge", "selection", "prompts dir", "judge inputs", "data")  # fmt: skip
+
+
+def check_before_submit(cfg: DictConfig) -> None:
+    """The start checks of :data:`BEFORE_SUBMIT` on one sweep job's composed config."""
+    run_checks(RunPlan(cfg), START, names=BEFORE_SUBMIT)
+
+
 def run_checks(plan: RunPlan, checks: Sequence[Check], *, names: Sequence[str] = ()) -> RunPlan:
     """Run ``checks`` in order (only those ``names`` lists, when given; a dry run skips the
     checks not marked for it)."""

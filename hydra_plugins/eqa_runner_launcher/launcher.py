@@ -16,6 +16,8 @@ import logging
 import os
 import re
 import shlex
+import signal
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -65,6 +67,7 @@ class WaitForAllLauncher(BaseSubmititLauncher):
         sweep_dir.mkdir(parents=True, exist_ok=True)
         if "mode" in self.config.hydra.sweep:
             os.chmod(sweep_dir, mode=int(str(self.config.hydra.sweep.mode), 8))
+        self._check_first_job(list(job_overrides[0]), initial_job_idx)
         executor = self._executor()
         log.info(f"Submitit '{self._EXECUTOR}' sweep output dir : {sweep_dir}")
         nums = [initial_job_idx + k for k in range(len(job_overrides))]
@@ -81,7 +84,12 @@ class WaitForAllLauncher(BaseSubmititLauncher):
         )
         progress_s = float(self.params.get("progress_s", 180.0))
         hint = "; squeue --me lists them" if self._EXECUTOR == "slurm" else ""
-        wait_all(jobs, sweep_dir, progress_s, hint=hint, emit=lambda ln: print(ln, flush=True))
+        try:
+            with _sigterm_raises():
+                wait_all(jobs, sweep_dir, progress_s, hint=hint,
+                         emit=lambda ln: print(ln, flush=True))  # fmt: skip
+        except _Terminated:
+            self._stop_on_sigterm(jobs, nums, job_overrides, sweep_dir)
         results: list[JobReturn] = []
         failed: list[dict[str, Any]] = []
         for num, ov, job in zip(nums, job_overrides, jobs, strict=True):
@@ -99,6 +107,99 @@ class WaitForAllLauncher(BaseSubmititLauncher):
             raise SystemExit(1)
         return results
 
+    def _stop_on_sigterm(
+        self,
+        jobs: Sequence[Any],
+        nums: list[int],
+        job_overrides: Sequence[Sequence[str]],
+        sweep_dir: Path,
+    ) -> None:
+        """SIGTERM to the sweep driver (a scheduler, ``kill``): local jobs get it too (each
+        keeps its records, writes its summary and stops), then one line and the rerun commands
+        of every job that did not finish; SLURM jobs keep running on the cluster. Exit 143."""
+        if self._EXECUTOR == "local":
+            for job in jobs:
+                process = getattr(job, "_process", None)
+                if process is not None and process.poll() is None:
+                    process.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and not all(_done(j) for j in jobs):
+                time.sleep(0.2)
+        else:
+            running = sum(1 for j in jobs if not _done(j))
+            print(
+                f"[eqa_runner] sweep driver interrupted (SIGTERM): its {running} unfinished "
+                f"jobs keep running on the cluster (squeue --me); when they end: "
+                f"python -m eqa_runner.report {sweep_dir}",
+                file=sys.stderr,
+                flush=True,
+            )
+            raise SystemExit(143)
+        unfinished = []
+        for num, ov, job in zip(nums, job_overrides, jobs, strict=True):
+            try:
+                ok = job.results()[0].status == JobStatus.COMPLETED
+            except Exception:  # noqa: BLE001 - stopped or failed: rerun it
+                ok = False
+            if not ok:
+                unfinished.append(
+                    {
+                        "num": num,
+                        "overrides": list(ov),
+                        "job": job,
+                        "error": JobReturn(
+                            overrides=list(ov),
+                            status=JobStatus.FAILED,
+                            _return_value="interrupted (SIGTERM)",
+                        ),
+                    }
+                )
+        head = (
+            f"[eqa_runner] sweep interrupted (SIGTERM): {len(jobs) - len(unfinished)} of "
+            f"{len(jobs)} jobs finished; the others were stopped with their records kept"
+        )
+        print(
+            self._failure_report(unfinished, len(jobs), sweep_dir, head=head),
+            file=sys.stderr,
+            flush=True,
+        )
+        raise SystemExit(143)
+
+    def _check_first_job(self, overrides: list[str], num: int) -> None:
+        """Run the first job's start checks here, before anything is submitted: a sweep whose
+        first job cannot start (no data, a bad value) is one line and exit 2, not a queue round
+        trip. The other jobs are checked where they run (they may differ in anything)."""
+        from eqa_runner.errors import UserError
+        from eqa_runner.run.start import check_before_submit
+
+        assert self.hydra_context is not None and self.config is not None
+        cfg = self.hydra_context.config_loader.load_sweep_config(self.config, overrides)
+        with open_dict(cfg.hydra.job):
+            cfg.hydra.job.num = num
+        subdir = self._subdir(overrides, num)
+        sweep_dir = Path(str(self.config.hydra.sweep.dir)).absolute()
+        with open_dict(cfg.hydra.runtime):  # what Hydra sets when the job runs
+            cfg.hydra.runtime.output_dir = str(sweep_dir / subdir if subdir else sweep_dir)
+            cfg.hydra.runtime.cwd = os.getcwd()
+        try:
+            check_before_submit(cfg)
+        except UserError as e:
+            print(f"error: sweep job #{num} ({' '.join(filter_overrides(overrides))}) cannot "
+                  f"start, so nothing was submitted: {e}", file=sys.stderr, flush=True)  # fmt: skip
+            self._undo_sweep_dir(sweep_dir)
+            raise SystemExit(e.exit_code) from None
+
+    def _undo_sweep_dir(self, sweep_dir: Path) -> None:
+        """A refused sweep leaves no trace: Hydra's ``multirun.yaml`` goes, and so does the dir
+        when the sweep claimed it (a ``hydra.sweep.dir`` the user named stays)."""
+        assert self.config is not None
+        if not sweep_dir.is_dir() or {p.name for p in sweep_dir.iterdir()} - {"multirun.yaml"}:
+            return
+        (sweep_dir / "multirun.yaml").unlink(missing_ok=True)
+        named = OmegaConf.to_container(self.config.hydra.overrides.hydra)
+        if not any(str(o).startswith("hydra.sweep.dir=") for o in cast(list, named)):
+            sweep_dir.rmdir()
+
     def _subdir(self, overrides: list[str], num: int) -> str | None:
         """The job's run-dir name inside the sweep dir (``hydra.sweep.subdir`` resolved)."""
         assert self.hydra_context is not None and self.config is not None
@@ -110,7 +211,9 @@ class WaitForAllLauncher(BaseSubmititLauncher):
         except Exception:  # noqa: BLE001 - the report then names the sweep dir only
             return None
 
-    def _failure_report(self, failed: list[dict[str, Any]], total: int, sweep_dir: Path) -> str:
+    def _failure_report(
+        self, failed: list[dict[str, Any]], total: int, sweep_dir: Path, head: str = ""
+    ) -> str:
         assert self.config is not None
         # hydra.overrides.hydra is a list of strings (omegaconf types any node's container)
         hydra_ov = [
@@ -119,7 +222,8 @@ class WaitForAllLauncher(BaseSubmititLauncher):
             if not o.startswith(_DROP)
         ]
         lines = [
-            f"[eqa_runner] {len(failed)} of {total} sweep jobs FAILED; the other jobs' results "
+            head
+            or f"[eqa_runner] {len(failed)} of {total} sweep jobs FAILED; the other jobs' results "
             f"are kept in {sweep_dir}",
         ]
         reruns = []
@@ -149,6 +253,30 @@ class WaitForAllLauncher(BaseSubmititLauncher):
         )
         lines += [f"  {r}" for r in reruns]
         return "\n".join(lines)
+
+
+class _Terminated(Exception):
+    """SIGTERM reached the sweep driver while it waited."""
+
+
+class _sigterm_raises:
+    """While inside: SIGTERM raises :class:`_Terminated` in the waiting (main) thread; the
+    previous handler comes back after."""
+
+    def __enter__(self) -> None:
+        self._old = signal.getsignal(signal.SIGTERM)
+
+        def handler(signum: int, frame: Any) -> None:
+            raise _Terminated()
+
+        try:
+            signal.signal(signal.SIGTERM, handler)
+        except ValueError:  # not the main thread: leave signals alone
+            self._old = None
+
+    def __exit__(self, *exc: object) -> None:
+        if self._old is not None:
+            signal.signal(signal.SIGTERM, self._old)
 
 
 def wait_all(

@@ -152,6 +152,8 @@ def test_express_run_draws_a_map_per_episode_and_a_replay(tmp_path, compose_cfg,
     html = write_reports(load_runs([tmp_path / "r"]), compare=False)[0].read_text()
     assert html.count('class="map"') == 2 and html.count("data:image/webp") == 2
     assert 'class="st"' in html  # the step strip
+    assert html.count('<div class="legend"><b>trajectory map:</b>') == 1  # one legend per style
+    assert html.count('<div class="cap">3 steps of ') == 2  # the caption, as text
 
 
 @pytest.mark.slow
@@ -237,3 +239,23 @@ def test_the_caption_has_one_step_count() -> None:
     text = caption(_detour())
     assert text.startswith("2 steps of 25, ") and "walked 3.2 m" in text
     assert "hops" not in text
+
+
+def test_the_page_has_one_legend_per_map_style() -> None:
+    from eqa_runner.mapping import topdown, trajectory
+    from eqa_runner.report.html import EpisodeRow, Section, map_legends
+    from eqa_runner.report.html import Image as PageImage
+
+    def row(**media) -> EpisodeRow:
+        return EpisodeRow("e", "c", None, "q", "a", "p", "j", **media)
+
+    traj = PageImage("data:", "trajectory map", "maps/e.png")
+    only_traj = [Section("run", [row(map=traj), row(map=traj)])]
+    (legend,) = map_legends(only_traj)
+    assert legend["name"] == "trajectory map" and len(legend["marks"]) == len(trajectory.LEGEND)
+    assert all(str(svg).startswith("<svg") for svg, _ in legend["marks"])
+    both = [Section("run", [row(map=traj, topdown=[traj])])]
+    names = [lg["name"] for lg in map_legends(both)]
+    assert names == ["trajectory map", "top-down maps (frontier planner)"]
+    assert len(map_legends(both)[1]["marks"]) == len(topdown.LEGEND)
+    assert map_legends([Section("run", [row()])]) == []
