@@ -31,9 +31,10 @@ from eqa_runner.report.figures import (
     Thumbs,
     agreement_svg,
     category_chart,
-    file_uri,
     forest_svg,
 )
+from eqa_runner.report.legends import map_legends
+from eqa_runner.report.media import Image, episode_media
 from eqa_runner.report.runs import (
     Run,
     common_parent,
@@ -49,13 +50,6 @@ from eqa_runner.types import EpisodeRecord
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 MAX_THUMBS = 4
-
-
-@dataclass
-class Image:
-    uri: str
-    alt: str
-    title: str
 
 
 @dataclass
@@ -123,52 +117,6 @@ def _images(rec: EpisodeRecord, run_dir: Path, ep_dir: Path | None, thumbs: Thum
         uri = thumbs(p)
         if uri:
             out.append(Image(uri, p.name, str(p)))
-    return out
-
-
-MAX_TOPDOWN = 12  # top-down maps shown per episode (a long episode has one per step)
-
-
-def episode_media(
-    trace: dict[str, Any], run_dir: Path, thumbs: Thumbs, episode_id: str | None = None
-) -> dict[str, Any]:
-    """The trajectory map, the step strip, the replay and the frontier policies' top-down maps
-    (``trace.topdown_maps`` in ``artifacts/<episode>/``) of one episode (when recorded)."""
-    out: dict[str, Any] = {}
-    for key in ("trajectory_map", "topdown"):
-        path = confine(trace[key], run_dir, what=f"trace.{key}") if trace.get(key) else None
-        uri = file_uri(path, "image/png") if path else None
-        if uri:
-            from eqa_runner.mapping.trajectory import caption
-
-            out["map"] = Image(uri, "trajectory map", str(trace[key]))
-            out["map_caption"] = caption(trace)
-            break
-    if trace.get("topdown_maps") and episode_id is not None:
-        from eqa_runner.records import artifact_name
-
-        art = run_dir / "artifacts" / artifact_name(episode_id)
-        names = list(trace["topdown_maps"])  # at most MAX_TOPDOWN, evenly spaced, the last kept
-        k = min(MAX_TOPDOWN, len(names))
-        picked = sorted({round(i * (len(names) - 1) / max(1, k - 1)) for i in range(k)})
-        inside = {i: confine(art / str(names[i]), run_dir, what="trace.topdown_maps") for i in
-                  {*picked, len(names) - 1}}  # fmt: skip
-        maps = [(names[i], thumbs(q)) for i in picked if (q := inside[i]) is not None]
-        out["topdown"] = [Image(uri, "top-down map", str(n)) for n, uri in maps if uri]
-        final = inside[len(names) - 1]
-        last = file_uri(final, "image/png") if final else None
-        if "map" not in out and last:  # the final map stands in for a trajectory map
-            out["map"] = Image(last, "top-down map", str(trace["topdown_maps"][-1]))
-    replay = confine(trace["replay"], run_dir, what="trace.replay") if trace.get("replay") else None
-    if replay is not None:
-        out["replay"] = file_uri(replay, "image/webp")
-        strip = []
-        for step in trace.get("steps") or []:
-            p = replay.parent / f"step_{int(step.get('step', 0)):03d}.png"
-            uri = thumbs.small(p)
-            if uri:
-                strip.append(Image(uri, p.name, f"step {step.get('step')}"))
-        out["strip"] = strip
     return out
 
 
@@ -300,35 +248,6 @@ def category_charts(runs: list[Run], decl: Declaration) -> list[dict[str, str]]:
         if uri:
             charts.append({"uri": uri, "metric": name})
     return charts
-
-
-def map_legends(sections: list[Section]) -> list[dict[str, Any]]:
-    """One legend per map style on the page (the trajectory map; fbe's top-down maps), each
-    mark as a small SVG swatch beside its meaning."""
-    from eqa_runner.mapping import topdown, trajectory
-
-    styles = []
-    if any(e.map and e.map.alt == "trajectory map" for s in sections for e in s.episodes):
-        styles.append(("trajectory map", trajectory.LEGEND))
-    if any(e.topdown for s in sections for e in s.episodes):
-        styles.append(("top-down maps (frontier planner)", topdown.LEGEND))
-    return [{"name": name, "marks": [(_swatch(shape, rgb), label) for shape, rgb, label in legend]}
-            for name, legend in styles]  # fmt: skip
-
-
-def _swatch(shape: str, rgb: tuple[int, int, int]) -> Markup:
-    c = "#{:02x}{:02x}{:02x}".format(*rgb)
-    body = {
-        "circle": f"<circle cx='7' cy='7' r='5' fill='{c}' stroke='#fff'/>",
-        "ring": f"<circle cx='7' cy='7' r='5' fill='#fff' stroke='{c}' stroke-width='2'/>",
-        "line": "<line x1='0' y1='7' x2='14' y2='7' stroke='#7dafeb' stroke-width='3'/>"
-        f"<line x1='7' y1='7' x2='14' y2='7' stroke='{c}' stroke-width='3'/>",
-        "dash": f"<line x1='0' y1='7' x2='14' y2='7' stroke='{c}' stroke-width='2' "
-        "stroke-dasharray='3 2'/>",
-        "triangle": f"<polygon points='2,12 7,2 12,12' fill='{c}'/>",
-        "diamond": f"<polygon points='7,1 13,7 7,13 1,7' fill='{c}'/>",
-    }.get(shape, f"<rect x='1' y='1' width='12' height='12' fill='{c}' stroke='#999'/>")
-    return Markup(f"<svg width='14' height='14' viewBox='0 0 14 14'>{body}</svg>")
 
 
 def render(

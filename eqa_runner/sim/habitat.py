@@ -320,7 +320,8 @@ class HabitatSimulator(Simulator):
             d = float(path.geodesic_distance)
             if not (found and math.isfinite(d)):
                 return float("inf"), []
-            return d, [np.asarray(p, dtype=np.float64) for p in path.points]
+            points = [np.asarray(p, dtype=np.float64) for p in path.points]
+            return d, points if len(points) >= 2 else [a, b]
 
         return self._call(run)
 

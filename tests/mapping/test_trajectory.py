@@ -243,8 +243,9 @@ def test_the_caption_has_one_step_count() -> None:
 
 def test_the_page_has_one_legend_per_map_style() -> None:
     from eqa_runner.mapping import topdown, trajectory
-    from eqa_runner.report.html import EpisodeRow, Section, map_legends
+    from eqa_runner.report.html import EpisodeRow, Section
     from eqa_runner.report.html import Image as PageImage
+    from eqa_runner.report.legends import map_legends
 
     def row(**media) -> EpisodeRow:
         return EpisodeRow("e", "c", None, "q", "a", "p", "j", **media)

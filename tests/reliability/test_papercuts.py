@@ -158,7 +158,7 @@ def test_a_long_episode_shows_a_bounded_number_of_top_down_maps(tmp_path):
 
     from eqa_runner.records import artifact_name
     from eqa_runner.report.figures import Thumbs
-    from eqa_runner.report.html import MAX_TOPDOWN, episode_media
+    from eqa_runner.report.media import MAX_TOPDOWN, episode_media
 
     art = tmp_path / "artifacts" / artifact_name("ep 1")
     art.mkdir(parents=True)

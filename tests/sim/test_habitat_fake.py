@@ -152,6 +152,7 @@ def _fake_module(calls: list) -> dict[str, types.ModuleType]:
         requested_start = None
         requested_end = None
         geodesic_distance = math.inf
+        points: tuple = ()  # habitat-sim fills the path's points
 
     common.quat_from_coeffs = lambda c: _Quat(c)
     common.quat_to_coeffs = lambda q: q.xyzw
