@@ -39,7 +39,7 @@ class RunPlan:
     container: dict[str, Any] = field(default_factory=dict)  # "typed config": resolved, plain
     task: Task | None = None  # "task"
     task_name: str | None = None  # "task": what the judge's inputs are checked against
-    task_info: dict[str, Any] = field(default_factory=dict)  # "task": its describe() (data hashes)
+    task_info: dict[str, Any] = field(default_factory=dict)  # "selection": its describe()
     policy: Policy | None = None  # "policy"
     judge: Judge | None = None  # "judge"
     trackers: list[Tracker] = field(default_factory=list)  # "trackers"

@@ -124,7 +124,7 @@ def _task(plan: RunPlan) -> None:
     from eqa_runner.tasks.base import Task
 
     plan.task = task = build(plan.cfg.task, Task, "task")  # type: ignore[type-abstract]
-    plan.task_name, plan.task_info = task.name, task.describe()
+    plan.task_name = task.name
 
 
 def _policy(plan: RunPlan) -> None:
@@ -144,8 +144,11 @@ def _trackers(plan: RunPlan) -> None:
 
 
 def _selection(plan: RunPlan) -> None:
+    """The episodes the run attempts; then the task's description (its data hashes, and what
+    loading the episodes noted, e.g. duplicate ids dropped), read once for the whole run."""
     task = plan.parts.task
     plan.episodes = select_episodes(task.load_episodes(), plan.run, task.config)
+    plan.task_info = task.describe()
 
 
 def _judge_inputs(plan: RunPlan) -> None:
