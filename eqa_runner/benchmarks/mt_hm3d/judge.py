@@ -26,6 +26,7 @@ from eqa_runner.benchmarks.mt_hm3d.scoring import episode_metrics
 from eqa_runner.llm import LLMClient
 from eqa_runner.scoring.aggregate import breakdown, clusters_of, interval_of
 from eqa_runner.scoring.base import AggregateReads, Judge
+from eqa_runner.scoring.declare import RATE, Metric
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
 
 RATES = ("success", "early_success")
@@ -42,6 +43,11 @@ class MTHM3DJudge(Judge):
         trace=frozenset(),
     )
     headline = "success_rate"
+    metric_list = (
+        Metric("success_rate", per_category=True),  # by_category: success per question type
+        Metric("early_success_rate"),
+        Metric("success", scale=RATE, headline=False, row=True),  # per episode: 1 or 0
+    )
     needs_model = False
 
     config_class = Schema

@@ -32,6 +32,7 @@ from eqa_runner.benchmarks.vsibench.scoring import (
 from eqa_runner.llm import LLMClient
 from eqa_runner.scoring.aggregate import breakdown, clusters_of, interval_of, mean_with_ci
 from eqa_runner.scoring.base import AggregateReads, Judge
+from eqa_runner.scoring.declare import RATE, Metric
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
 
 
@@ -52,6 +53,11 @@ class VSIBenchJudge(Judge):
         fields=frozenset({"category"}), metrics=frozenset({"score"}), trace=frozenset()
     )
     headline = "overall"
+    metric_list = (
+        Metric("overall", per_category=True),  # by_category: each question type's score
+        Metric("score", scale=RATE, headline=False, row=True),  # per question: match or MRA
+    )
+    category_label = "question type"
     needs_model = False
 
     config_class = Schema
