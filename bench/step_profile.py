@@ -25,7 +25,8 @@ question, so every episode runs ``--max-steps`` steps; its ``model`` part is the
 round trip.
 
     .venv/bin/python bench/step_profile.py [--sim mesh|habitat] [--llm offline|server]
-        [--episodes 6] [--max-steps 8] [--policies fbe vlm_explore] [--before DIR]
+        [--episodes 6] [--max-steps 8] [--policies fbe vlm_explore fine_eqa] [--before DIR]
+        [--server-rules RULES.json]
         [--override policy.proposer.look_around_deg=[] ...]
 """
 
@@ -50,7 +51,7 @@ GOAL_MS = 20.0
 GROUPS = {
     "render": ("render",),
     "fuse": ("fuse",),
-    "plan": ("plan", "points", "semantic"),
+    "plan": ("plan", "points", "semantic", "regions"),
     "navmesh": ("hop", "geodesic"),
     "encode": ("encode",),
     "prompt": ("prompt",),
@@ -222,7 +223,9 @@ def _server(args: argparse.Namespace) -> Iterator[str | None]:
         return
     from bench._util import llm_server_process
 
-    config = {"default_reply": "no", "latency_s": 0.0}
+    config: dict[str, Any] = {"default_reply": "no", "latency_s": 0.0}
+    if args.server_rules:  # e.g. fine_eqa's region replies, so that GOE moves are measured
+        config["rules"] = json.loads(Path(args.server_rules).read_text())
     with llm_server_process(config, cpus=args.server_cpu) as url:
         yield url
 
@@ -276,6 +279,11 @@ def main() -> None:
     ap.add_argument("--sim", choices=("mesh", "habitat"), default="mesh")
     ap.add_argument("--llm", choices=("offline", "server"), default="offline")
     ap.add_argument("--policies", nargs="+", default=["fbe", "vlm_explore"])
+    ap.add_argument(
+        "--server-rules",
+        default=None,
+        help="--llm server: a JSON file of test-server rules (default: 'no' to all)",
+    )
     ap.add_argument("--episodes", type=int, default=6)
     ap.add_argument("--max-steps", type=int, default=8)
     ap.add_argument("--data", type=Path, default=None, help="EXPRESS data dir (default: demo)")

@@ -28,7 +28,8 @@ def _options(group: str) -> list[str]:
 @pytest.mark.parametrize("policy", _options("policy"))
 def test_every_policy_instantiates(compose_cfg, policy):
     # exploration policies run under an exploration task's protocol (its conf/protocol/)
-    task = "express" if policy in ("re", "fbe", "vlm_explore", "vlm_waypoint") else "openeqa_em"
+    explore = ("re", "fbe", "vlm_explore", "vlm_waypoint", "fine_eqa")
+    task = "express" if policy in explore else "openeqa_em"
     cfg = compose_cfg([f"policy={policy}", f"task={task}"])
     assert isinstance(build(cfg.policy, Policy, "policy"), Policy)
     assert cfg.policy.name == policy, "a policy's name must match its config file"

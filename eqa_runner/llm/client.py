@@ -263,12 +263,9 @@ class LLMClient:
     ) -> Completion:
         """One chat completion: cache → (retrying) call → accounting. Raises :class:`LLMError`.
 
-        ``top_logprobs=k`` asks for the top ``k`` alternatives of every generated token
-        (``Completion.logprobs``; None where the provider returns none).
-        """
-        extra = logprob_params(top_logprobs)
-        if prompt_logprobs:  # option_loss: score the open final assistant message
-            extra.update(prompt_logprob_params(prompt_logprobs))
+        ``top_logprobs=k``: the top ``k`` alternatives of every generated token
+        (``Completion.logprobs``); ``prompt_logprobs=k``: vLLM's of the prompt's last token."""
+        extra = {**logprob_params(top_logprobs), **prompt_logprob_params(prompt_logprobs)}
         params = {**self.params(), **extra}
         if self.offline:
             c = offline_completion(offline_reply, params)
@@ -282,7 +279,7 @@ class LLMClient:
             account(c)
             return c
         c = await self._call_with_retries(messages, params, payload)
-        if not c.text.strip() and not (prompt_logprobs and c.prompt_logprobs):
+        if not c.text.strip() and not c.prompt_logprobs:  # option_loss scores the prompt
             # empty reply / budget spent on hidden reasoning: one retry with a larger budget
             bigger = (params.get("max_tokens") or 256) * 4
             log.warning(

@@ -29,10 +29,13 @@ def logprob_params(top_logprobs: int | None) -> dict[str, Any]:
     return {"logprobs": True, "top_logprobs": int(top_logprobs)}
 
 
-def prompt_logprob_params(k: int) -> dict[str, Any]:
+def prompt_logprob_params(k: int | None) -> dict[str, Any]:
     """vLLM's request fields that score the prompt's last tokens (``option_loss``): the final
     assistant message left open (``continue_final_message``, no generation prompt) and the top
-    ``k`` log-probabilities of every prompt token (the token itself always included)."""
+    ``k`` log-probabilities of every prompt token (the token itself always included); {} for
+    none."""
+    if not k:
+        return {}
     body = {"prompt_logprobs": int(k), "continue_final_message": True,
             "add_generation_prompt": False}  # fmt: skip
     return {"max_tokens": 1, "extra_body": body}

@@ -1,4 +1,4 @@
-"""Fine-EQA's region map and goal-oriented exploration state (EXPRESS-Bench's own method).
+"""Fine-EQA's region map and goal-oriented exploration state (HCPLab-SYSU's method).
 
 The 2D **region map** labels grid cells with one of :data:`REGION_NAMES` (-1: not seen): each
 step whose frame shows a region other than "unknown", the lettered point the VLM places in that
@@ -28,7 +28,7 @@ import numpy as np
 
 from eqa_runner.mapping.lazy import ndimage
 
-# the 20 region names of EXPRESS-Bench's Fine-EQA, lettered A..T in this order
+# the 20 region names of Fine-EQA (upstream main.py), lettered A..T in this order
 REGION_NAMES: tuple[str, ...] = (
     "bathroom", "bedroom", "dining room", "garage", "kitchen", "laundry room", "living room",
     "office", "rec room", "study", "hallway", "entryway", "laboratory", "workout room",

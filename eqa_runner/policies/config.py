@@ -166,7 +166,7 @@ class VLMExplorePolicyConfig(GuidedPolicyConfig):
 
 @dataclass
 class FineEQAProposerConfig(VLMExploreProposerConfig):
-    """``fine_eqa``: vlm_explore's semantic frontier planner plus EXPRESS-Bench's region map and
+    """``fine_eqa``: vlm_explore's semantic frontier planner plus Fine-EQA's region map and
     goal-oriented exploration (upstream ``fine_eqa.yaml`` / ``main.py`` values unless noted)."""
 
     _target_: str = "eqa_runner.policies.fine_eqa.FineEQAProposer"
@@ -191,7 +191,7 @@ class WaypointVLMProposerConfig(ProposerConfig):
 
 @dataclass
 class FineEQAPolicyConfig(GuidedPolicyConfig):
-    """``policy=fine_eqa``: EXPRESS-Bench's Fine-EQA (region question, region map, GOE/FBE)."""
+    """``policy=fine_eqa``: Fine-EQA (region question, region map, GOE/FBE)."""
 
     name: str = "fine_eqa"
     stop_rule: str = one_of("protocol", STOP_RULES)

@@ -1,4 +1,4 @@
-"""``fine_eqa``: EXPRESS-Bench's own method (Fine-EQA) on the exploration loop.
+"""``fine_eqa``: Fine-EQA (HCPLab-SYSU's ``main.py``, the paper's own method) on the loop.
 
 Per episode, before the first move, one text question (``prompts/vlm/regions.txt``, the model
 of ``policy.region_model``, else the stop check's) names the question's relevant regions, parsed

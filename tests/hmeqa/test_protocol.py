@@ -148,3 +148,37 @@ def test_judge_without_a_model_needs_no_credentials(tmp_path, compose_cfg, monke
     parts = run_checks(RunPlan(cfg), START, names=("typed config", "task", "policy", "judge")).parts
     _, judge_llm = llm_clients(cfg, parts.judge, {})
     assert judge_llm.offline and parts.judge.llm_overrides["model"] == "none"
+
+
+class LossLLM:
+    """A vLLM-like client: ``prompt_logprobs`` gives the open assistant option's log-probability
+    (``llm.letter_scoring`` from its config)."""
+
+    model = "fake"
+
+    def __init__(self, mode: str, probs: dict[str, float]) -> None:
+        self.cfg = SimpleNamespace(letter_scoring=mode)
+        self.probs, self.calls = probs, []
+
+    async def acomplete(self, messages, *, offline_reply="", top_logprobs=None,
+                        prompt_logprobs=None):  # fmt: skip
+        self.calls.append((messages[-1]["role"], top_logprobs, prompt_logprobs))
+        if prompt_logprobs:
+            opt = messages[-1]["content"]
+            plp = [(opt, math.log(self.probs[opt]))] if opt in self.probs else [("x", -0.1)]
+            return Completion("", "fake", prompt_logprobs=plp)
+        text = messages[-1]["content"][-1]
+        return Completion("Yes" if "Yes or No" in text else "B", "fake")
+
+
+def test_letter_scoring_option_loss_and_parsed_score_both_questions():
+    llm = LossLLM("option_loss", {"A": 0.1, "B": 0.6, "D": 0.1, "Yes": 0.3, "No": 0.1})
+    _, rec = _step(HMEQAProtocol(), llm)
+    assert rec["answer_source"] == "option_loss" and rec["answer_missing"] == ["C"]
+    assert rec["answer_probs"] == pytest.approx([1 / 8, 6 / 8, 0.0, 1 / 8])
+    assert rec["confidence"] == pytest.approx(0.75) and rec["confidence_source"] == "option_loss"
+    assert len(llm.calls) == 6 and all(c[0] == "assistant" and c[2] for c in llm.calls)
+    parsed = LossLLM("parsed", {})
+    _, rec = _step(HMEQAProtocol(), parsed)
+    assert rec["answer_source"] == "parsed" and rec["answer_probs"] == [0.0, 1.0, 0.0, 0.0]
+    assert rec["confidence"] == 1.0 and all(c[1] is None for c in parsed.calls)

@@ -13,6 +13,10 @@ Per non-black step, two calls on the current frame (run concurrently):
 * the confidence question ("can you answer from this view? Yes or No"): r_t = P(Yes), the
   softmax over the Yes/No tokens' log-probabilities, else 1 for a parsed Yes and 0 for a No.
 
+``llm.letter_scoring=option_loss | parsed`` scores both questions that way instead
+(``eqa_runner/llm/letters.py``: one vLLM ``prompt_logprobs`` request per option, or the parsed
+reply); the source is then ``option_loss`` / ``parsed``.
+
 Which path each reply took is recorded per step (``answer_source``, ``confidence_source``) and
 per episode (``answer_path``: logprobs | parsed | mixed | none). Upstream runs the whole budget
 (no stop rule in the released code): ``stop_confidence: null`` does the same; a number stops
@@ -33,6 +37,7 @@ from eqa_runner.benchmarks.hmeqa.choice_rules import RULES, apply_rule
 from eqa_runner.benchmarks.hmeqa.config import HMEQAProtocolConfig as Schema
 from eqa_runner.llm import OFFLINE_TAG, ImagePart, Message, RequestEstimate, user
 from eqa_runner.llm.choice import option_letters, pick
+from eqa_runner.llm.letters import mode_of, score_options
 from eqa_runner.llm.replies import tidy_reply
 from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.policies.exploration import AnswerStep, Exploration
@@ -137,6 +142,11 @@ class HMEQAProtocol(ExploreProtocol):
         ep, img = x.episode, ImagePart(x.last_frame)
         choices = list(ep.meta["choices"])
         word = "Yes" if rec["step"] >= OFFLINE_CONFIDENT_AFTER else "No"
+        if mode_of(ctx.llm) != "top_logprobs":  # llm.letter_scoring: option_loss | parsed
+            r = await self._scored_step(x, rec, ctx, img, word)
+            rec["t_questions_s"] = round(time.perf_counter() - t1, 4)
+            stop = self.config.stop_confidence
+            return stop is not None and r is not None and r >= stop
         a, c = await asyncio.gather(
             ctx.llm.acomplete(
                 self.answer_messages(ep, ctx.prompts_dir, img),
@@ -176,6 +186,42 @@ class HMEQAProtocol(ExploreProtocol):
             and r is not None
             and r >= self.config.stop_confidence
         )
+
+    async def _scored_step(
+        self, x: Exploration, rec: dict[str, Any], ctx: EpisodeContext, img: ImagePart, word: str
+    ) -> float | None:
+        """Both questions scored by ``llm.letter_scoring`` (llm/letters.py): the answer over the
+        option letters, the confidence over Yes/No; r_t (P(Yes)) returned."""
+        ep = x.episode
+        choices = list(ep.meta["choices"])
+        letters = option_letters(len(choices))
+
+        def answer_index(text: str) -> int | None:
+            k = pick(text, None, choices).letter
+            return None if k is None else letters.index(k)
+
+        def yes_index(text: str) -> int | None:
+            r = parse_yes_no(text)
+            return None if r is None else (0 if r == 1.0 else 1)
+
+        a, c = await asyncio.gather(
+            score_options(ctx.llm, self.answer_messages(ep, ctx.prompts_dir, img), list(letters),
+                          parse=answer_index, top=_no_top, offline_reply=f"A {OFFLINE_TAG}",
+                          top_logprobs=None),
+            score_options(x.stop_llm, self.confidence_messages(ep, ctx.prompts_dir, img),
+                          ["Yes", "No"], parse=yes_index, top=_no_top,
+                          offline_reply=f"{word} {OFFLINE_TAG}", top_logprobs=None),
+        )  # fmt: skip
+        r = None if c.probs is None else c.probs[0]
+        rec.update(
+            answer_reply=a.text[:200], answer_source=a.source,
+            answer_probs=None if a.probs is None else [round(p, 6) for p in a.probs],
+            confidence=None if r is None else round(r, 6), confidence_source=c.source,
+            confidence_reply=c.text[:200],
+        )  # fmt: skip
+        if a.missing:
+            rec["answer_missing"] = list(a.missing)
+        return r
 
     # ---------------------------------------------------------------- the answer
     async def answer(
@@ -237,3 +283,7 @@ class HMEQAProtocol(ExploreProtocol):
             f"hmeqa/{n}": load_prompt(PROMPTS, n, prompts_dir).record()
             for n in (ANSWER_PROMPT, CONFIDENCE_PROMPT)
         }
+
+
+def _no_top(c: Any) -> tuple[list[float] | None, tuple[str, ...]]:
+    return None, ()  # the top_logprobs mode keeps check_step's own path
