@@ -96,6 +96,9 @@ def _quaternion(*wxyz: Any) -> tuple[float, ...]:
     return tuple(float(v) for v in wxyz)
 
 
+_LEAVES = (str, int, float, bytes, complex, type(None), np.generic)
+
+
 def _measure(v: Any, depth: int, memo: dict[int, tuple[int, int]]) -> tuple[int, int]:
     """(values as a tree, height) of ``v``; a shared value is measured once (memo by id) but
     counts once per reference, so an exponential tree of shared references is found in linear
@@ -106,17 +109,20 @@ def _measure(v: Any, depth: int, memo: dict[int, tuple[int, int]]) -> tuple[int,
         if v.size > MAX_ARRAY_ELEMENTS:
             raise _Limit(f"an array of more than {MAX_ARRAY_ELEMENTS:,} elements")
         return 1, 0
-    if isinstance(v, dict):
-        children: Any = (x for kv in v.items() for x in kv)
-    elif isinstance(v, (list, tuple, set, frozenset)):
-        children = iter(v)
-    else:
+    if not isinstance(v, (dict, list, tuple, set, frozenset)):
         return 1, 0
     if (hit := memo.get(id(v))) is None:
         if depth > MAX_DEPTH:
             raise _Limit(f"nested deeper than {MAX_DEPTH}")
         size, height = 1, 0
-        for x in children:
+        items: Any = v
+        if isinstance(v, dict):  # leaf keys count one each; a tuple key is measured
+            items = [*v.values(), *(k for k in v if not isinstance(k, _LEAVES))]
+            size += len(v) + len(v.values()) - len(items)
+        for x in items:
+            if isinstance(x, _LEAVES):
+                size += 1
+                continue
             n, h = _measure(x, depth + 1, memo)
             size, height = size + n, max(height, h + 1)
             if size > MAX_VALUES:
