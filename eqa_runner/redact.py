@@ -83,10 +83,9 @@ _BEARER_IN_TEXT = re.compile(
 # ``name=value`` inside a structured string (``…;AccountKey=<base64>;…``, ``Password=…`` in an
 # ODBC string) or a URL query (``?pwd=…``): the value is a secret when the name says so
 _NAME = r"(?<![A-Za-z0-9_.-])([A-Za-z][A-Za-z0-9_-]{1,40})"
-_PAIR_IN_TEXT = re.compile(_NAME + r"=([^;&#\s\"'<>…]{6,})")
-# ``Name: value`` (a header in an error text: ``Cookie: …``, ``X-Session: …``)
-_HEADER_IN_TEXT = re.compile(_NAME + r":[ \t]*([^\s\"'<>…,;]{8,})")
-_QUERY_IN_TEXT = re.compile(r"(?<=[?&])([A-Za-z][A-Za-z0-9_-]{0,40})=([^&#\s\"'<>…]{6,})")
+# and ``Name: value`` (a header in an error text: ``Cookie: …``, ``X-Session: …``), one pass
+_NAMED_IN_TEXT = re.compile(_NAME + r"(?:=([^;&#\s\"'<>…]{6,})|:[ \t]*([^\s\"'<>…,;]{8,}))")
+_QUERY_IN_TEXT = re.compile(r"([?&])([A-Za-z][A-Za-z0-9_-]{0,40})=([^&#\s\"'<>…]{6,})")
 
 
 def name_parts(name: str) -> list[str]:
@@ -121,17 +120,16 @@ def secret_pair_name(name: str, *, query: bool = False) -> bool:
     )
 
 
-def _redact_pair(m: re.Match[str]) -> str:
-    return f"{m.group(1)}={REDACTED}" if secret_pair_name(m.group(1)) else m.group(0)
-
-
-def _redact_header(m: re.Match[str]) -> str:
-    return f"{m.group(1)}: {REDACTED}" if credential_name(m.group(1)) else m.group(0)
+def _redact_named(m: re.Match[str]) -> str:
+    name = m.group(1)
+    if m.group(2) is not None:  # name=value
+        return f"{name}={REDACTED}" if secret_pair_name(name) else m.group(0)
+    return f"{name}: {REDACTED}" if credential_name(name) else m.group(0)
 
 
 def _redact_query(m: re.Match[str]) -> str:
-    name = m.group(1)
-    return f"{name}={REDACTED}" if secret_pair_name(name, query=True) else m.group(0)
+    sep, name = m.group(1), m.group(2)
+    return f"{sep}{name}={REDACTED}" if secret_pair_name(name, query=True) else m.group(0)
 
 
 class _Registry:
@@ -181,11 +179,9 @@ def redact(text: str) -> str:
     if pat is not None:
         text = pat.sub(REDACTED, text)
     text = KEY_SHAPES.sub(REDACTED, text)
-    if ":" in text:
-        text = _HEADER_IN_TEXT.sub(_redact_header, text)
-    if "=" in text:
-        text = _PAIR_IN_TEXT.sub(_redact_pair, text)
-        if "?" in text:
+    if ":" in text or "=" in text:
+        text = _NAMED_IN_TEXT.sub(_redact_named, text)
+        if "?" in text and "=" in text:
             text = _QUERY_IN_TEXT.sub(_redact_query, text)
     return _BEARER_IN_TEXT.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
 

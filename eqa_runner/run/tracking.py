@@ -134,8 +134,9 @@ def episode_rows(records: list[EpisodeRecord], run_dir: Path) -> list[dict[str, 
     every metric, the time, and the episode's trajectory map (a file in the run dir)."""
     rows = []
     for r in records:
-        row: dict[str, Any] = {"episode_id": r["episode_id"], "status": r["status"],
-                               "category": r["category"], "judge_ok": r["judge_ok"]}  # fmt: skip
+        row: dict[str, Any] = {"episode_id": redact_text(str(r["episode_id"])),
+                               "status": r["status"], "category": redact_text(str(r["category"])),
+                               "judge_ok": r["judge_ok"]}  # fmt: skip
         for col, field in (("question", "question"), ("reference", "answer"),
                            ("prediction", "prediction"), ("judge_reply", "judge_raw")):  # fmt: skip
             text = r.get(field)
