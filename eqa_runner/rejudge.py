@@ -18,7 +18,7 @@ from typing import Any, cast
 
 from omegaconf import DictConfig, OmegaConf
 
-from eqa_runner.errors import ConfigError
+from eqa_runner.errors import ConfigError, ConfigSecretError
 from eqa_runner.llm import track_usage
 from eqa_runner.records import EPISODES_FILE, RecordWriter, iter_records
 from eqa_runner.run.build import llm_clients
@@ -58,8 +58,6 @@ def load_run_config(run_dir: Path, overrides: list[str]) -> DictConfig:
 
     refusal = secret_overrides(overrides)  # first: every other refusal quotes the override
     if refusal:
-        from eqa_runner.errors import ConfigSecretError
-
         raise ConfigSecretError(refusal)
     cfg = recorded_config(run_dir)
     for o in overrides:

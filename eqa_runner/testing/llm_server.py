@@ -50,9 +50,9 @@ from eqa_runner.testing.llm_rules import (
     FAULT_KINDS,
     ServerState,
     completion_body,
-    continue_problem,
     sse_body,
 )
+from eqa_runner.testing.vllm_fields import continue_problem
 
 __all__ = ["DEFAULTS", "FAULT_KINDS", "LLMTestServer", "load_config", "main"]
 
