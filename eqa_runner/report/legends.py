@@ -15,11 +15,14 @@ def map_legends(sections: Sequence[Any]) -> list[dict[str, Any]]:
     trajectory map; fbe's top-down maps), each mark as a small SVG swatch beside its meaning."""
     from eqa_runner.mapping import topdown, trajectory
 
-    styles = []
+    styles: list[tuple[str, Sequence[tuple[str, tuple[int, int, int], str]]]] = []
     if any(e.map and e.map.alt == "trajectory map" for s in sections for e in s.episodes):
         styles.append(("trajectory map", trajectory.LEGEND))
     if any(e.topdown for s in sections for e in s.episodes):
         styles.append(("top-down maps (frontier planner)", topdown.LEGEND))
+    if not any("GOE" in e.map_caption or "regions seen" in e.map_caption
+               for s in sections for e in s.episodes):  # fmt: skip
+        styles = [(n, [m for m in lg if "fine_eqa" not in m[2]]) for n, lg in styles]
     return [{"name": name, "marks": [(_swatch(shape, rgb), label) for shape, rgb, label in legend]}
             for name, legend in styles]  # fmt: skip
 

@@ -253,7 +253,11 @@ def test_the_page_has_one_legend_per_map_style() -> None:
     traj = PageImage("data:", "trajectory map", "maps/e.png")
     only_traj = [Section("run", [row(map=traj), row(map=traj)])]
     (legend,) = map_legends(only_traj)
-    assert legend["name"] == "trajectory map" and len(legend["marks"]) == len(trajectory.LEGEND)
+    fine_eqa_marks = [m for m in trajectory.LEGEND if "fine_eqa" in m[2]]
+    assert legend["name"] == "trajectory map"
+    assert len(legend["marks"]) == len(trajectory.LEGEND) - len(fine_eqa_marks) == 8
+    goe = [Section("run", [row(map=traj, map_caption="3 steps, GOE 2 hops + 1 turns, FBE 0")])]
+    assert len(map_legends(goe)[0]["marks"]) == len(trajectory.LEGEND)  # its marks when shown
     assert all(str(svg).startswith("<svg") for svg, _ in legend["marks"])
     both = [Section("run", [row(map=traj, topdown=[traj])])]
     names = [lg["name"] for lg in map_legends(both)]
