@@ -1,0 +1,116 @@
+"""Issue 33, item 5: the scene files and frame folders the selected episodes read join the
+run's fingerprint. A resume accepted a replaced scene mesh or other episode frames; now it is
+refused naming the scene, each file is hashed once per (path, size, mtime) across processes
+(``content_hashes.json`` in ``run.cache_dir``), and a run dir from before is not refused for
+lacking the section."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from eqa_runner.errors import RunDirError
+from eqa_runner.records import write_json_atomic
+from eqa_runner.run import content_hashes
+from eqa_runner.run.rundir import label_run_dir
+from eqa_runner.run.start import prepare
+from tests.reliability import tally
+
+EXPRESS = ["task=express", "policy=re", "llm=offline", "judge.model=offline", "run.limit=12"]
+OPENEQA = ["llm=offline", "judge.model=offline"]
+
+
+def _start(compose_cfg, over: list[str], out: Path, *, label: bool = False):
+    """The start checks of a run into ``out`` (with ``label``: then labelled, as a run is)."""
+    cfg = compose_cfg(over, out=out)
+    plan = prepare(cfg)
+    if label:
+        out.mkdir(parents=True, exist_ok=True)
+        label_run_dir(out, cfg, plan.container, plan.inputs)
+    return plan
+
+
+@pytest.fixture
+def express(express_demo, tmp_path) -> Path:
+    data = tmp_path / "express"
+    shutil.copytree(express_demo, data)
+    return data
+
+
+def _refused(compose_cfg, over, out, what: str) -> str:
+    tally.add("bad inputs tried")
+    with pytest.raises(RunDirError) as e:
+        _start(compose_cfg, [*over, "run.resume=true"], out)
+    tally.add("runs mislabelled", int(what not in str(e.value)))
+    return str(e.value)
+
+
+def test_a_replaced_scene_mesh_is_refused_on_resume(compose_cfg, express, tmp_path):
+    over, out = [*EXPRESS, f"task.data_dir={express}"], tmp_path / "run"
+    plan = _start(compose_cfg, over, out, label=True)
+    scenes = json.loads((out / "provenance.json").read_text())["inputs"]["scenes"]
+    read = plan.parts.task.inputs(plan.episodes)
+    assert set(scenes) == set(read) and len(scenes) >= 2
+    _start(compose_cfg, [*over, "run.resume=true"], out)  # unchanged data: accepted
+    scene = sorted(s for s in read if not s.endswith("navmesh"))[0]
+    mesh = read[scene]
+    mesh.write_bytes(mesh.read_bytes() + b"\0")  # another mesh under the same name
+    msg = _refused(compose_cfg, over, out, f"scenes {scene} content hash")
+    assert f"scenes {scene} content hash: {scenes[scene][:12]}" in msg
+
+
+def test_a_larger_selection_on_resume_reads_more_scenes_and_is_accepted(
+    compose_cfg, express, tmp_path
+):
+    out = tmp_path / "run"
+    one = _start(
+        compose_cfg, [*EXPRESS, f"task.data_dir={express}", "run.limit=1"], out, label=True
+    )
+    more = _start(compose_cfg, [*EXPRESS, f"task.data_dir={express}", "run.resume=true"], out)
+    assert set(one.inputs["scenes"]) < set(more.inputs["scenes"])
+
+
+def test_other_frames_are_refused_on_resume(compose_cfg, openeqa_data, tmp_path):
+    over, out = [*OPENEQA, f"task.data_dir={openeqa_data}"], tmp_path / "run"
+    plan = _start(compose_cfg, over, out, label=True)
+    read = plan.parts.task.inputs(plan.episodes)
+    folder = sorted(read)[0]
+    frame = sorted(p for p in read[folder].rglob("*") if p.is_file())[0]
+    frame.write_bytes(b"another frame")
+    _refused(compose_cfg, over, out, f"scenes {folder} content hash")
+
+
+def test_a_run_dir_from_before_the_section_is_not_refused(compose_cfg, openeqa_data, tmp_path):
+    over, out = [*OPENEQA, f"task.data_dir={openeqa_data}"], tmp_path / "run"
+    _start(compose_cfg, over, out, label=True)
+    prov = json.loads((out / "provenance.json").read_text())
+    del prov["inputs"]["scenes"]
+    write_json_atomic(out / "provenance.json", prov)
+    _start(compose_cfg, [*over, "run.resume=true"], out)
+
+
+def test_a_second_start_reads_no_scene_bytes(compose_cfg, express, tmp_path, monkeypatch):
+    over, out = [*EXPRESS, f"task.data_dir={express}"], tmp_path / "run"
+    read: list[Path] = []
+    real = content_hashes.read_bytes_hash
+    monkeypatch.setattr(content_hashes, "read_bytes_hash",
+                        lambda p: (read.append(p), real(p))[1])  # fmt: skip
+    first = _start(compose_cfg, over, out, label=True).inputs["scenes"]
+    assert read  # cold: every scene file hashed
+    assert (tmp_path / "cache" / content_hashes.CACHE_FILE).is_file()
+    read.clear()
+    assert _start(compose_cfg, [*over, "run.resume=true"], out).inputs["scenes"] == first
+    assert read == []  # warm: from the cache file (a new HashCache, as another process)
+
+
+def test_the_cache_rehashes_a_file_whose_size_or_mtime_changed(tmp_path):
+    f, cache_dir = tmp_path / "scene.glb", tmp_path / "cache"
+    f.write_bytes(b"x" * 1000)
+    first = content_hashes.content_hashes({"s": f}, cache_dir)["s"]
+    f.write_bytes(b"y" * 1000)  # same size, new mtime
+    assert content_hashes.content_hashes({"s": f}, cache_dir)["s"] != first
+    (cache_dir / content_hashes.CACHE_FILE).write_text("{not json")  # a broken cache: ignored
+    assert content_hashes.content_hashes({"s": f}, cache_dir)["s"] != first
