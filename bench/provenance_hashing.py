@@ -101,7 +101,8 @@ def main() -> None:
             print(f"scene files: {real_scenes(tmp / 'express', args.mb)} of {args.mb} MB")
         cache = tmp / "cache"
         over = ["task=express", "policy=fbe", "llm=gpt-4o", f"task.data_dir={tmp / 'express'}",
-                f"run.output_dir={tmp / 'run'}", f"run.cache_dir={cache}", "run.progress=false"]  # fmt: skip
+                f"run.output_dir={tmp / 'run'}", f"run.cache_dir={cache}",
+                "run.progress=false"]  # fmt: skip
         shutil.rmtree(tmp / "run", ignore_errors=True)
         first = probe("label", over)
         print(f"first start: {first['episodes']} episodes, {first['scenes']} scene files hashed")
@@ -121,7 +122,8 @@ def report(rows: dict[str, list[dict]]) -> None:
     med = {m: {k: statistics.median(r[k] for r in rs) for k in ("wall", "start", "hashing")}
            for m, rs in rows.items()}  # fmt: skip
     base = med["none"]["wall"]
-    print(f"median of {len(rows['none'])} resumes (fresh process each), load {os.getloadavg()[0]:.1f}")
+    n, load = len(rows["none"]), os.getloadavg()[0]
+    print(f"median of {n} resumes (fresh process each), load {load:.1f}")
     print("mode   process wall s  start checks s  hashing s  hashing / start-up without hashing")
     for mode, m in med.items():
         print(f"{mode:6s} {m['wall']:14.3f} {m['start']:15.3f} {m['hashing']:10.3f} "

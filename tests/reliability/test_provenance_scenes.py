@@ -114,3 +114,36 @@ def test_the_cache_rehashes_a_file_whose_size_or_mtime_changed(tmp_path):
     assert content_hashes.content_hashes({"s": f}, cache_dir)["s"] != first
     (cache_dir / content_hashes.CACHE_FILE).write_text("{not json")  # a broken cache: ignored
     assert content_hashes.content_hashes({"s": f}, cache_dir)["s"] != first
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["eqa_runner.benchmarks.express.task.ExpressTask", "eqa_runner.benchmarks.aeqa.task.AEQATask",
+     "eqa_runner.benchmarks.hmeqa.task.HMEQATask", "eqa_runner.benchmarks.mt_hm3d.task.MTHM3DTask",
+     "eqa_runner.benchmarks.openeqa_em.task.OpenEQATask",
+     "eqa_runner.benchmarks.vsibench.task.VSIBenchTask", "eqa_runner_mp3d_eqa.task.MP3DEQATask"],
+)  # fmt: skip
+def test_every_benchmark_whose_episodes_read_scenes_or_frames_names_them(path):
+    from hydra.utils import get_class
+
+    from eqa_runner.tasks.base import Task
+
+    assert get_class(path).inputs is not Task.inputs
+
+
+def test_scene_inputs_are_what_the_backend_resolves(tmp_path):
+    from eqa_runner.sim.base import SceneSpec
+    from eqa_runner.tasks.scenes import scene_inputs
+
+    mesh, nav = tmp_path / "a.glb", tmp_path / "a.navmesh"
+    mesh.write_bytes(b"m")
+    nav.write_bytes(b"n")
+
+    class Sim:
+        def resolve_scene(self, scenes_dir, scene):
+            if scene != "a":
+                raise FileNotFoundError(scene)
+            return SceneSpec(scene, mesh, nav)
+
+    got = scene_inputs(["a", "a", "missing"], tmp_path, Sim())
+    assert got == {"a": mesh, "a navmesh": nav}  # a missing scene: the data check names it
