@@ -281,6 +281,26 @@ def provenance_record(
     return {**rec, "inputs": dict(inputs or {}), **extra}
 
 
+def with_new_selected(
+    old: Mapping[str, Any], config: Mapping[str, Any], inputs: Mapping[str, Any] | None
+) -> dict[str, Any] | None:
+    """``old`` provenance with the :data:`SELECTED_SECTIONS` entries this start reads for the
+    first time added (a resume with a larger ``run.limit``) and its fingerprint recomputed; None
+    when nothing is new. Call after :func:`check_same_config` passed."""
+    old_inputs = old.get("inputs")
+    if not isinstance(old_inputs, Mapping) or not inputs:
+        return None
+    merged, added = dict(old_inputs), False
+    for section in SELECTED_SECTIONS:
+        before, now = dict(old_inputs.get(section) or {}), inputs.get(section) or {}
+        new = {k: v for k, v in now.items() if k not in before}
+        if new:
+            merged[section], added = dict(sorted({**before, **new}.items())), True
+    if not added:
+        return None
+    return {**old, "inputs": merged, "fingerprint": run_fingerprint(config, merged)}
+
+
 def judge_record(judge_config: Mapping[str, Any], inputs: Mapping[str, Any]) -> dict[str, Any]:
     """A rejudge's provenance: the judge's result config (``judge.*`` without plumbing), its
     prompt and input hashes, and one fingerprint over them (names ``rejudged-<tag>`` files)."""

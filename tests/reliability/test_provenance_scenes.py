@@ -62,15 +62,21 @@ def test_a_replaced_scene_mesh_is_refused_on_resume(compose_cfg, express, tmp_pa
     assert f"scenes {scene} content hash: {scenes[scene][:12]}" in msg
 
 
-def test_a_larger_selection_on_resume_reads_more_scenes_and_is_accepted(
+def test_a_larger_selection_on_resume_is_accepted_and_its_new_scenes_recorded(
     compose_cfg, express, tmp_path
 ):
-    out = tmp_path / "run"
-    one = _start(
-        compose_cfg, [*EXPRESS, f"task.data_dir={express}", "run.limit=1"], out, label=True
-    )
-    more = _start(compose_cfg, [*EXPRESS, f"task.data_dir={express}", "run.resume=true"], out)
-    assert set(one.inputs["scenes"]) < set(more.inputs["scenes"])
+    over, out = [*EXPRESS, f"task.data_dir={express}"], tmp_path / "run"
+    one = _start(compose_cfg, [*over, "run.limit=1"], out, label=True)
+    more = _start(compose_cfg, [*over, "run.resume=true"], out, label=True)
+    added = set(more.inputs["scenes"]) - set(one.inputs["scenes"])
+    assert added
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["inputs"]["scenes"] == more.inputs["scenes"]
+    _start(compose_cfg, [*over, "run.resume=true", "run.limit=1"], out)  # fewer: accepted
+    scene = sorted(s for s in added if not s.endswith("navmesh"))[0]
+    mesh = more.parts.task.inputs(more.episodes)[scene]
+    mesh.write_bytes(b"another mesh")  # a scene the resume added is now part of the record
+    _refused(compose_cfg, over, out, f"scenes {scene} content hash")
 
 
 def test_other_frames_are_refused_on_resume(compose_cfg, openeqa_data, tmp_path):
