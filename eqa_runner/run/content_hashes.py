@@ -94,15 +94,18 @@ def _valid(v: Any) -> bool:
 
 
 def content_hashes(inputs: Mapping[str, Path], cache_dir: Path | str | None) -> dict[str, str]:
-    """``{name: sha256}`` of each existing file or folder of ``inputs`` (missing ones are left
-    out: ``task.check_data=false`` records them as errors), cached in ``cache_dir``."""
+    """``{name: sha256}`` of each existing file or folder of ``inputs`` (missing or unreadable
+    ones are left out: their episodes become error records), cached in ``cache_dir``."""
     cache = HashCache(Path(cache_dir) / CACHE_FILE if cache_dir else None)
     out: dict[str, str] = {}
     for name in sorted(inputs):
         p = Path(inputs[name])
-        if p.is_file():
-            out[name] = cache.file(p)
-        elif p.is_dir():
-            out[name] = cache.folder(p)
+        try:
+            if p.is_file():
+                out[name] = cache.file(p)
+            elif p.is_dir():
+                out[name] = cache.folder(p)
+        except OSError as e:  # unreadable: its episodes fail reading it, as error records
+            log.warning("%s: not hashed for the provenance (%s)", p, e)
     cache.save()
     return out

@@ -153,3 +153,19 @@ def test_scene_inputs_are_what_the_backend_resolves(tmp_path):
 
     got = scene_inputs(["a", "a", "missing"], tmp_path, Sim())
     assert got == {"a": mesh, "a navmesh": nav}  # a missing scene: the data check names it
+
+
+def test_an_unreadable_scene_file_is_left_out_not_a_crash(tmp_path, monkeypatch):
+    ok, bad = tmp_path / "ok.glb", tmp_path / "bad.glb"
+    ok.write_bytes(b"ok")
+    bad.write_bytes(b"bad")
+    real = content_hashes.read_bytes_hash
+
+    def read(p):
+        if p.name == "bad.glb":
+            raise PermissionError(13, "Permission denied", str(p))
+        return real(p)
+
+    monkeypatch.setattr(content_hashes, "read_bytes_hash", read)
+    got = content_hashes.content_hashes({"ok": ok, "bad": bad}, tmp_path / "cache")
+    assert set(got) == {"ok"}
