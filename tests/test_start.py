@@ -19,7 +19,7 @@ def test_the_start_is_one_ordered_list_each_check_once() -> None:
     assert names == [
         "secrets", "added keys", "values", "fit", "typed config", "pinned judge", "task",
         "policy", "judge", "trackers", "selection", "prompts dir", "judge inputs", "data",
-        "run dir", "cache dir", "prompt files", "same config", "existing records",
+        "run dir", "cache dir", "prompt files", "episode inputs", "same config", "existing records",
     ]  # fmt: skip
     assert len(set(names)) == len(names)
     # a check that runs again says why: the callback's composed-config checks, the lock race

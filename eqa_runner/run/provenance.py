@@ -4,11 +4,13 @@ A run directory records ``provenance.json`` before its first record: the result-
 of the composed config (everything except plumbing such as paths, concurrency, caches,
 endpoints and which episodes are selected), the content hashes of its inputs (the question
 file(s) and other data files, every prompt file, the judge's inputs such as a blind run's
-records) and one SHA-256 fingerprint over both. A resume or a re-run into the same directory
-with another config value or another input content is refused before anything is written,
-naming what differs, so a directory's records always come from what it names. A path may
-change (``task.questions_file``, ``prompts.dir``) as long as the content it points to does not.
-A directory with records but no provenance is refused unless ``run.adopt=true``.
+records, the scene files and frame folders the selected episodes read:
+:mod:`eqa_runner.run.content_hashes`) and one SHA-256 fingerprint over both. A resume or a
+re-run into the same directory with another config value or another input content is refused
+before anything is written, naming what differs, so a directory's records always come from
+what it names (the scenes compared are those both starts read: a resume may select more). A
+path may change (``task.questions_file``, ``prompts.dir``) as long as the content it points to
+does not. A directory with records but no provenance is refused unless ``run.adopt=true``.
 """
 
 from __future__ import annotations
@@ -76,6 +78,13 @@ PLUMBING_KEYS: tuple[str, ...] = (
     "logger",
     "logger.*",
 )
+
+
+# input sections a run dir recorded before issue 33 lacks (not a difference when absent)
+NEW_SECTIONS = ("files", "scenes")
+# input sections that follow the selected episodes (``run.limit`` may grow on a resume): only
+# the scene files / frame folders both starts read are compared
+SELECTED_SECTIONS = ("scenes",)
 
 
 def is_plumbing(key: str, inputs: Sequence[str] = ()) -> bool:
@@ -222,9 +231,11 @@ def differences(
     old_inputs = old.get("inputs")
     if isinstance(old_inputs, Mapping) and inputs is not None:
         for section in sorted(set(old_inputs) | set(inputs)):
-            if section not in old_inputs and section == "files":
+            if section not in old_inputs and section in NEW_SECTIONS:
                 continue  # recorded since issue 33: a run dir from before has no such section
             a, b = old_inputs.get(section) or {}, inputs.get(section) or {}
+            if section in SELECTED_SECTIONS:  # another selection reads other scenes
+                a, b = ({k: v for k, v in x.items() if k in a and k in b} for x in (a, b))
             for name in differing_keys(a, b):
                 what = "content hash" if name in a and name in b else "file"
                 out.append(f"{section} {name} {what}: {_hash(a.get(name))} -> {_hash(b.get(name))}")
@@ -268,6 +279,26 @@ def provenance_record(
     ``extra`` facts."""
     rec = {"fingerprint": run_fingerprint(config, inputs), "config": result_config(config)}
     return {**rec, "inputs": dict(inputs or {}), **extra}
+
+
+def with_new_selected(
+    old: Mapping[str, Any], config: Mapping[str, Any], inputs: Mapping[str, Any] | None
+) -> dict[str, Any] | None:
+    """``old`` provenance with the :data:`SELECTED_SECTIONS` entries this start reads for the
+    first time added (a resume with a larger ``run.limit``) and its fingerprint recomputed; None
+    when nothing is new. Call after :func:`check_same_config` passed."""
+    old_inputs = old.get("inputs")
+    if not isinstance(old_inputs, Mapping) or not inputs:
+        return None
+    merged, added = dict(old_inputs), False
+    for section in SELECTED_SECTIONS:
+        before, now = dict(old_inputs.get(section) or {}), inputs.get(section) or {}
+        new = {k: v for k, v in now.items() if k not in before}
+        if new:
+            merged[section], added = dict(sorted({**before, **new}.items())), True
+    if not added:
+        return None
+    return {**old, "inputs": merged, "fingerprint": run_fingerprint(config, merged)}
 
 
 def judge_record(judge_config: Mapping[str, Any], inputs: Mapping[str, Any]) -> dict[str, Any]:

@@ -8,8 +8,8 @@ existing directory byte-for-byte as it was):
 2. :func:`eqa_runner.run.provenance.check_same_config` — a resume or re-run with another
    fingerprint is refused naming the differing keys;
 3. :func:`label_run_dir` — ``.hydra/`` (config.yaml, hydra.yaml, overrides.yaml; Hydra's own
-   copy is switched off: ``hydra.output_subdir: null``) and ``provenance.json`` (first start
-   only) are written.
+   copy is switched off: ``hydra.output_subdir: null``) and ``provenance.json`` (first start;
+   a resume adds the scenes it reads for the first time) are written.
 """
 
 from __future__ import annotations
@@ -30,7 +30,12 @@ from eqa_runner.llm.secrets import strip_urls
 from eqa_runner.records import write_json_atomic
 from eqa_runner.redact import redact
 from eqa_runner.run.config import RunConfig
-from eqa_runner.run.provenance import PROVENANCE_FILE, provenance_record, read_provenance
+from eqa_runner.run.provenance import (
+    PROVENANCE_FILE,
+    provenance_record,
+    read_provenance,
+    with_new_selected,
+)
 from eqa_runner.safe_io import write_atomic
 
 HYDRA_SUBDIR = ".hydra"
@@ -167,7 +172,12 @@ def label_run_dir(
     """Write ``.hydra/`` (this start's config) and, on the first start, ``provenance.json``
     (``adopted: true`` when records were there before it, ``run.adopt=true``)."""
     _write_hydra_files(out_dir, cfg)
-    if read_provenance(out_dir) is None:
+    old = read_provenance(out_dir)
+    if old is not None:  # a resume: the scenes it reads for the first time join the record
+        grown = with_new_selected(old, strip_urls(container), inputs)
+        if grown is not None:
+            write_json_atomic(out_dir / PROVENANCE_FILE, grown)
+    else:
         extra = {"adopted": True} if adopted else {}
         write_json_atomic(
             out_dir / PROVENANCE_FILE,

@@ -192,6 +192,16 @@ def _prompt_files(plan: RunPlan) -> None:
     plan.inputs = input_hashes(plan.task_info, plan.prompts, judge_files, config=files)
 
 
+def _episode_inputs(plan: RunPlan) -> None:
+    """The content hashes of the scene files and frame folders the selected episodes read
+    (``Task.inputs``), cached by (path, size, mtime) in ``run.cache_dir``."""
+    from eqa_runner.run.content_hashes import content_hashes
+
+    read = plan.parts.task.inputs(plan.episodes)
+    if read:
+        plan.inputs["scenes"] = content_hashes(read, plan.run.cache_dir)
+
+
 def _same_config(plan: RunPlan) -> None:
     """A dir with a provenance from another config or other inputs is refused."""
     jsonl = plan.out_dir / EPISODES_FILE
@@ -257,6 +267,7 @@ START: tuple[Check, ...] = (
     Check("run dir", _run_dir, dry_run=False),
     Check("cache dir", lambda p: check_cache_dir(p.run), dry_run=False),
     Check("prompt files", _prompt_files, dry_run=False),
+    Check("episode inputs", _episode_inputs, dry_run=False),
     Check("same config", _same_config, dry_run=False),
     Check("existing records", _existing_records, dry_run=False),
 )

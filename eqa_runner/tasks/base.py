@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 from eqa_runner import capabilities as cap
@@ -46,6 +47,12 @@ class Task(Configured, ABC):
 
         The one presence check behind ``check``, the dry run and ``data check``: cheap (stat
         calls, once per scene), nothing is decoded."""
+        return {}
+
+    def inputs(self, episodes: Sequence[Episode]) -> dict[str, Path]:
+        """The scene files and frame folders ``episodes`` read, by a name that stays when the
+        data moves (the scene id, the folder name); their content hashes join the run's
+        provenance (``scenes``). Missing ones may be left out; {} for a task that reads none."""
         return {}
 
     def check(self, episodes: Sequence[Episode]) -> list[str]:

@@ -63,6 +63,21 @@ def missing_by_episode(episodes: Sequence[Any], by_scene: dict[str, str]) -> dic
     return {e.episode_id: by_scene[e.scene] for e in episodes if e.scene in by_scene}
 
 
+def scene_inputs(scenes: Iterable[str], scenes_dir: Path, sim: Any) -> dict[str, Path]:
+    """``{scene: mesh file, "<scene> navmesh": navmesh file}`` of each scene the backend
+    ``sim`` finds under ``scenes_dir`` (a ``Task.inputs``; stat calls only)."""
+    out: dict[str, Path] = {}
+    for scene in sorted(set(scenes)):
+        try:
+            spec = sim.resolve_scene(scenes_dir, scene)
+        except (FileNotFoundError, ValueError):
+            continue  # the data check names it
+        out[scene] = Path(spec.mesh_path)
+        if spec.navmesh_path is not None and Path(spec.navmesh_path).is_file():
+            out[f"{scene} navmesh"] = Path(spec.navmesh_path)
+    return out
+
+
 def scene_problems(scenes: Iterable[str], scenes_dir: Path, sim: Any, fetch_hint: str) -> list[str]:
     """One line per scene the backend ``sim`` cannot find under ``scenes_dir``."""
     return list(missing_scenes(scenes, scenes_dir, sim, fetch_hint).values())

@@ -132,7 +132,7 @@ def test_records_without_provenance_need_an_explicit_adopt(data, done):
 @pytest.mark.slow
 def test_provenance_is_written_before_the_first_record_with_input_hashes(done):
     prov = json.loads((done / "provenance.json").read_text())
-    assert set(prov["inputs"]) == {"data", "prompts", "judge", "files"}
+    assert set(prov["inputs"]) == {"data", "prompts", "judge", "files", "scenes"}
     assert "questions_sha256" in prov["inputs"]["data"] and prov["inputs"]["prompts"]
 
 

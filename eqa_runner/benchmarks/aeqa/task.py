@@ -30,7 +30,12 @@ from eqa_runner.safe_io import read_json
 from eqa_runner.sim.base import parse_scene_id
 from eqa_runner.tasks.base import Task
 from eqa_runner.tasks.duplicates import Duplicates
-from eqa_runner.tasks.scenes import missing_by_episode, missing_scenes, simulator_stub
+from eqa_runner.tasks.scenes import (
+    missing_by_episode,
+    missing_scenes,
+    scene_inputs,
+    simulator_stub,
+)
 from eqa_runner.types import Episode
 
 POSES_FILE = "aeqa_questions-184.json"
@@ -241,6 +246,12 @@ class AEQATask(Task):
 
     def resolve_scene(self, episode: Episode, sim: Any) -> Any:
         return sim.resolve_scene(self.scenes_dir, episode.scene)
+
+    def inputs(self, episodes: Sequence[Episode]) -> dict[str, Path]:
+        """The scene (and navmesh) files the episodes load (provenance ``scenes``)."""
+        return scene_inputs(
+            (e.scene for e in episodes), self.scenes_dir, simulator_stub(self.simulator)
+        )
 
     def missing(self, episodes: Sequence[Episode]) -> dict[str, str]:
         """Questions whose (val) scene the selected backend cannot find."""

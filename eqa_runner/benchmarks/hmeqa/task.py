@@ -34,7 +34,13 @@ from eqa_runner.errors import DataError
 from eqa_runner.sim.base import parse_scene_id
 from eqa_runner.tasks.base import Task
 from eqa_runner.tasks.duplicates import Duplicates
-from eqa_runner.tasks.scenes import missing_by_episode, missing_scenes, scene_key, simulator_stub
+from eqa_runner.tasks.scenes import (
+    missing_by_episode,
+    missing_scenes,
+    scene_inputs,
+    scene_key,
+    simulator_stub,
+)
 from eqa_runner.types import Episode
 
 QUESTIONS_FILE = "questions.csv"
@@ -268,6 +274,12 @@ class HMEQATask(Task):
 
     def resolve_scene(self, episode: Episode, sim: Any) -> Any:
         return sim.resolve_scene(self.scenes_dir, episode.scene)
+
+    def inputs(self, episodes: Sequence[Episode]) -> dict[str, Path]:
+        """The scene (and navmesh) files the episodes load (provenance ``scenes``)."""
+        return scene_inputs(
+            (e.scene for e in episodes), self.scenes_dir, simulator_stub(self.simulator)
+        )
 
     def missing(self, episodes: Sequence[Episode]) -> dict[str, str]:
         """Questions whose scene the selected backend cannot find; the message names the train

@@ -22,7 +22,13 @@ from eqa_runner.benchmarks.hmeqa.task import PADDING, HMEQATask, load_poses, loa
 from eqa_runner.benchmarks.mt_hm3d.config import MTHM3DTaskConfig as Schema
 from eqa_runner.errors import DataError
 from eqa_runner.sim.base import parse_scene_id
-from eqa_runner.tasks.scenes import missing_by_episode, missing_scenes, scene_key, simulator_stub
+from eqa_runner.tasks.scenes import (
+    missing_by_episode,
+    missing_scenes,
+    scene_inputs,
+    scene_key,
+    simulator_stub,
+)
 from eqa_runner.types import Episode
 
 QUESTIONS_FILE = "MT-HM3D-filtered-new.csv"  # MemoryEQA's cfg/vlm_exp_ov.yaml
@@ -60,6 +66,12 @@ class MTHM3DTask(HMEQATask):
         if c.scenes:
             eps = [e for e in eps if scene_key(e.scene) in {scene_key(s) for s in c.scenes}]
         return sorted(eps, key=lambda e: (scene_key(e.scene), e.meta["floor"], int(e.episode_id)))
+
+    def inputs(self, episodes: Sequence[Episode]) -> dict[str, Path]:
+        """The scene (and navmesh) files the episodes load (provenance ``scenes``)."""
+        return scene_inputs(
+            (e.scene for e in episodes), self.scenes_dir, simulator_stub(self.simulator)
+        )
 
     def missing(self, episodes: Sequence[Episode]) -> dict[str, str]:
         """Questions whose scene the selected backend cannot find (HM-EQA's lookup and layout),

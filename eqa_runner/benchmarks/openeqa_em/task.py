@@ -190,6 +190,10 @@ class OpenEQATask(Task):
             )
         return frames
 
+    def inputs(self, episodes: Sequence[Episode]) -> dict[str, Path]:
+        """The episode folders whose frames the questions read (provenance ``scenes``)."""
+        return {h: self.episodes_dir / h for h in sorted({e.scene for e in episodes})}
+
     def missing(self, episodes: Sequence[Episode]) -> dict[str, str]:
         """Questions whose episode folder has no RGB frames (one listing per folder)."""
         bad = {}

@@ -173,6 +173,10 @@ class VSIBenchTask(Task):
         c = self.config
         return cached_frames(video, self.frames_dir / episode.scene, c.num_frames, c.sampling)
 
+    def inputs(self, episodes: Sequence[Episode]) -> dict[str, Path]:
+        """The scene videos the questions' frames come from (provenance ``scenes``)."""
+        return {s: self.videos_dir / f"{s}.mp4" for s in sorted({e.scene for e in episodes})}
+
     def missing(self, episodes: Sequence[Episode]) -> dict[str, str]:
         """Questions whose video is not there (one line per video)."""
         bad = {}

@@ -18,7 +18,12 @@ from typing import Any
 
 from eqa_runner import capabilities as cap
 from eqa_runner.tasks.base import Task
-from eqa_runner.tasks.scenes import missing_by_episode, missing_scenes, simulator_stub
+from eqa_runner.tasks.scenes import (
+    missing_by_episode,
+    missing_scenes,
+    scene_inputs,
+    simulator_stub,
+)
 from eqa_runner.types import Episode
 from eqa_runner_mp3d_eqa.config import MP3DEQATaskConfig as Schema
 from eqa_runner_mp3d_eqa.episodes import Vocab, episodes_file, load, scene_path, xyzw_to_wxyz
@@ -99,6 +104,12 @@ class MP3DEQATask(Task):
 
     def resolve_scene(self, episode: Episode, sim: Any) -> Any:
         return sim.resolve_scene(self.scenes_dir, episode.scene)
+
+    def inputs(self, episodes: Sequence[Episode]) -> dict[str, Path]:
+        """The scene (and navmesh) files the episodes load (provenance ``scenes``)."""
+        return scene_inputs(
+            (e.scene for e in episodes), self.scenes_dir, simulator_stub(self.simulator)
+        )
 
     def missing(self, episodes: Sequence[Episode]) -> dict[str, str]:
         """Episodes whose house the selected backend (``sim=``) cannot find: the one presence
