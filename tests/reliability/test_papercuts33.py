@@ -1,0 +1,90 @@
+"""Issue 33, the papercuts: rejudge honours ``run.max_cost_usd``; an interrupted ``report
+--import`` prints a resume command that runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from eqa_runner.records import read_records
+from tests.helpers.datasets import make_openeqa_dataset
+from tests.reliability.test_trust import OFFLINE
+
+# $1 per token: one judge call costs about $200 (its estimate, with max_tokens, more)
+PRICED = ["judge.input_usd_per_mtok=1000000", "judge.output_usd_per_mtok=1000000"]
+
+
+@pytest.fixture
+def offline_run(tmp_path, compose_cfg) -> Path:
+    """A finished offline run of 6 episodes (in-process), with its .hydra/config.yaml."""
+    from eqa_runner.run.loop import run
+
+    data = make_openeqa_dataset(tmp_path / "d", n_questions=6, n_episodes=1, frames=2)
+    cfg = compose_cfg([f"task.data_dir={data}", "policy=blind", *OFFLINE])
+    assert run(cfg)["exit_code"] == 0
+    run_dir = tmp_path / "run"
+    (run_dir / ".hydra").mkdir(exist_ok=True)
+    OmegaConf.save(cfg, run_dir / ".hydra" / "config.yaml")
+    return run_dir
+
+
+def _rejudge(run_dir: Path, args: list[str], capsys) -> tuple[int, str]:
+    from eqa_runner.rejudge import main
+
+    with pytest.raises(SystemExit) as e:
+        main([str(run_dir), *args])
+    return int(e.value.code or 0), capsys.readouterr().err
+
+
+def test_rejudge_stops_at_the_cost_cap_keeps_what_was_judged_and_resumes(
+    offline_run, llm_server, capsys, tmp_path
+):
+    llm_server.configure(rules=[{"pattern": "Your mark", "reply": "Your mark: 3"}])
+    judge = ["judge.model=openai/judge-b", f"judge.api_base={llm_server.url}",
+             f"run.cache_dir={tmp_path / 'c'}", "run.workers=1", *PRICED]  # fmt: skip
+    out = offline_run / "episodes.rejudged-openai_judge-b.jsonl"
+    code, err = _rejudge(offline_run, [*judge, "run.max_cost_usd=1", "--tag", "probe"], capsys)
+    assert code == 3 and "stopped at the cost cap run.max_cost_usd" in err, err
+    assert not read_records(offline_run / "episodes.rejudged-probe.jsonl"), "nothing fits $1"
+
+    llm_server.reset()
+    code, err = _rejudge(offline_run, [*judge, "run.max_cost_usd=700"], capsys)
+    assert code == 3, err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("[eqa_runner] stopped at the cost cap run.max_cost_usd (spent $")
+    recs = read_records(out)
+    judged = [r for r in recs if r["status"] == "ok"]
+    assert 0 < len(judged) < 6 and llm_server.stats()["requests"] == len(judged)
+    spent = sum(r["usage"]["cost_usd"] for r in recs)
+    assert spent <= 700
+    assert f"{len(judged)} of 6 episodes re-judged" in line
+    summary = json.loads((offline_run / "summary.rejudged-openai_judge-b.json").read_text())
+    assert summary["counts"]["ok"] == len(judged), "the summary of what was judged is written"
+
+    # the printed command resumes with a cap that lets the rest finish
+    cmd = line.split("resume with: ", 1)[1].split()
+    assert cmd[:4] == ["python", "-m", "eqa_runner.rejudge", str(offline_run)]
+    new_cap = [a for a in cmd if a.startswith("run.max_cost_usd=")]
+    assert len(new_cap) == 1 and float(new_cap[0].split("=")[1]) > 700
+    code, err = _rejudge(offline_run, cmd[4:], capsys)
+    assert code == 0, err
+    final = {r["episode_id"]: r for r in read_records(out)}
+    assert len(final) == 6 and all(r["status"] == "ok" for r in final.values())
+    assert llm_server.stats()["requests"] == 6, "episodes judged before the stop are not re-asked"
+
+
+def test_rejudge_with_a_cap_refuses_an_unpriced_judge_unless_allowed(offline_run, llm_server,
+                                                                     capsys, tmp_path):  # fmt: skip
+    llm_server.configure(rules=[{"pattern": "Your mark", "reply": "Your mark: 3"}])
+    judge = ["judge.model=openai/no-such-priced-model", f"judge.api_base={llm_server.url}",
+             f"run.cache_dir={tmp_path / 'c'}", "run.max_cost_usd=5"]  # fmt: skip
+    code, err = _rejudge(offline_run, judge, capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert "judge.model=openai/no-such-priced-model has no known price" in err
+    assert "judge.input_usd_per_mtok" in err and "run.allow_unpriced=true" in err
+    assert not list(offline_run.glob("episodes.rejudged-*")), "refused before anything is written"
+    code, err = _rejudge(offline_run, [*judge, "run.allow_unpriced=true"], capsys)
+    assert code == 0, err
