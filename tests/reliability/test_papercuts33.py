@@ -88,3 +88,49 @@ def test_rejudge_with_a_cap_refuses_an_unpriced_judge_unless_allowed(offline_run
     assert not list(offline_run.glob("episodes.rejudged-*")), "refused before anything is written"
     code, err = _rejudge(offline_run, [*judge, "run.allow_unpriced=true"], capsys)
     assert code == 0, err
+
+
+@pytest.mark.slow
+def test_an_interrupted_import_prints_a_resume_command_that_runs(tmp_path, llm_server):
+    import os
+    import shlex
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import ROOT, server_overrides
+    from tests.reliability.conftest import cli_env
+
+    data = make_openeqa_dataset(tmp_path / "d", n_questions=6, n_episodes=1, frames=2)
+    questions = json.loads((data / "open-eqa-v0.json").read_text())
+    f = tmp_path / "baseline predictions.json"  # a space: the command must quote it
+    f.write_text(json.dumps([{"question_id": q["question_id"], "answer": "a sofa"}
+                             for q in questions]))  # fmt: skip
+    llm_server.configure(default_reply="4", latency_s=0.4)
+    judge = [o for o in server_overrides(llm_server) if o.startswith("judge.")]
+    out = tmp_path / "imported"
+    cmd = [sys.executable, "-m", "eqa_runner.report", "--import", str(f), "--format", "openeqa",
+           "--out", str(out), f"task.data_dir={data}", "run.progress=false", "run.workers=1",
+           f"run.cache_dir={tmp_path / 'c'}", *judge]  # fmt: skip
+    env = cli_env()
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+    jsonl = out / "episodes.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (jsonl.is_file() and jsonl.read_text().strip()):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-2000:]
+    line = [ln for ln in err.splitlines() if "resume with: " in ln][-1]
+    resume = line.split("resume with: ", 1)[1]
+    assert 0 < len(read_records(jsonl)) < 6
+    argv = shlex.split(resume)
+    assert argv[:3] == ["python", "-m", "eqa_runner.report"], resume
+    llm_server.configure(default_reply="4", latency_s=0.0)
+    res = subprocess.run([sys.executable, *argv[1:]], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=180)  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    final = {r["episode_id"]: r for r in read_records(jsonl)}
+    assert len(final) == 6 and all(r["status"] == "ok" for r in final.values())
+    assert os.path.isfile(out / "summary.json")
