@@ -67,7 +67,7 @@ def register_configs() -> None:
     every = schemas()
     from eqa_runner.registry import plugin_conflicts
 
-    conflicts = plugin_conflicts() if plugins() else []
+    conflicts = plugin_conflicts(every) if plugins() else []
     if conflicts:
         raise ConfigError(conflicts[0])
     if all(_stored(cs, group, name) for group, nodes in every.items() for name in nodes):

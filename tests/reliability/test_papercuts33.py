@@ -12,6 +12,7 @@ from omegaconf import OmegaConf
 from eqa_runner.records import read_records
 from tests.helpers.datasets import make_openeqa_dataset
 from tests.reliability.test_trust import OFFLINE
+from tests.test_plugins import installed  # noqa: F401 - the fixture
 
 # $1 per token: one judge call costs about $200 (its estimate, with max_tokens, more)
 PRICED = ["judge.input_usd_per_mtok=1000000", "judge.output_usd_per_mtok=1000000"]
@@ -134,3 +135,75 @@ def test_an_interrupted_import_prints_a_resume_command_that_runs(tmp_path, llm_s
     final = {r["episode_id"]: r for r in read_records(jsonl)}
     assert len(final) == 6 and all(r["status"] == "ok" for r in final.values())
     assert os.path.isfile(out / "summary.json")
+
+
+# --- item 6: component names cannot shadow ------------------------------------------------------
+
+
+def _plugin_with(tmp_path: Path, name: str, files: dict[str, str]):
+    from eqa_runner import registry
+
+    for rel, text in files.items():
+        (tmp_path / name / "conf" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name / "conf" / rel).write_text(text)
+    return registry.Plugin(name=name, conf_dir=f"file://{tmp_path / name / 'conf'}")
+
+
+@pytest.mark.parametrize(
+    ("text", "label"),
+    [
+        ("name: fbe\n_target_: lab.Fbe\n", "fbe"),  # a name of its own, a built-in option's
+        ("defaults:\n  - base_fbe\n  - _self_\nstep_ratio: 0.5\n", "fbe"),  # the schema's name
+    ],
+)
+def test_a_plugin_component_named_as_a_builtin_is_refused_naming_both(
+    installed,  # noqa: F811 - the fixture
+    tmp_path,
+    text,
+    label,
+):
+    from eqa_runner import registry
+    from eqa_runner.errors import ConfigError
+    from eqa_runner.run.configstore import register_configs
+    from tests.test_plugins import FakeEntryPoint
+
+    p = _plugin_with(tmp_path, "lab", {"policy/lab_fbe.yaml": text})
+    installed({registry.PLUGIN_ENTRY_POINT_GROUP: [FakeEntryPoint("lab", "lab:P", p)]})
+    with pytest.raises(ConfigError) as e:
+        register_configs()
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert "plugin lab: its option policy/lab_fbe.yaml" in msg
+    assert f"names its component {label}, the name of eqa_runner's policy/fbe.yaml" in msg
+    assert "set name: lab_fbe in it" in msg
+
+
+def test_two_plugins_naming_one_component_are_refused_and_own_names_pass(installed, tmp_path):  # noqa: F811 - the fixture
+    from eqa_runner import registry
+    from tests.test_plugins import FakeEntryPoint
+
+    a = _plugin_with(tmp_path, "lab_a", {"judge/strict.yaml": "_target_: a.J\n"})
+    b = _plugin_with(tmp_path, "lab_b", {"judge/mine.yaml": "name: strict\n_target_: b.J\n"})
+    ok = _plugin_with(tmp_path, "lab_c", {"policy/lab_fbe.yaml":
+                                         "defaults:\n  - base_fbe\nname: lab_fbe\n"})  # fmt: skip
+    installed({registry.PLUGIN_ENTRY_POINT_GROUP: [
+        FakeEntryPoint("lab_a", "a:P", a), FakeEntryPoint("lab_b", "b:P", b),
+        FakeEntryPoint("lab_c", "c:P", ok)]})  # fmt: skip
+    lines = registry.plugin_conflicts()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("plugin lab_b: its option judge/mine.yaml")
+    assert "names its component strict, the name of lab_a's judge/strict.yaml" in lines[0]
+
+
+def test_a_plugin_named_as_a_benchmark_is_refused_naming_both(installed, tmp_path):  # noqa: F811 - the fixture
+    from eqa_runner import registry
+    from eqa_runner.errors import ConfigError
+    from tests.test_plugins import FakeEntryPoint
+
+    bench = registry.benchmarks()[0]
+    p = _plugin_with(tmp_path, bench.cli_name, {})
+    installed({registry.PLUGIN_ENTRY_POINT_GROUP: [FakeEntryPoint(bench.cli_name, "x:P", p)]})
+    with pytest.raises(ConfigError) as e:
+        registry.plugins()
+    assert f"plugin {bench.cli_name} (" in str(e.value)
+    assert f"is taken by benchmark {bench.name} ({bench.task})" in str(e.value)
