@@ -180,7 +180,7 @@ def check_plugins() -> tuple[list[str], bool]:
             from eqa_runner.run.configstore import schemas
 
             every = schemas()
-            conflicts = registry.plugin_conflicts(every) if registry.plugins() else []
+            conflicts = registry.plugin_conflicts(every) if registry.third_party() else []
         except UserError as e:
             conflicts = [str(e)]
         lines += conflicts

@@ -239,7 +239,7 @@ def plugin_conflicts(nodes: Mapping[str, Mapping[str, type]] | None = None) -> l
     already has (``policy/fbe.yaml``): Hydra would use one of the two silently; and per option
     of a plugin whose component names itself as another's (its results would carry that
     label). ``nodes``: every group's schema nodes (``run.configstore.schemas()``)."""
-    plugin_names = {p.name for p in plugins()}
+    outside = third_party()
     owner: dict[str, str] = {}
     labels: dict[tuple[str, str], tuple[str, str]] = {}  # (group, name) -> (owner, option file)
     sources = [("eqa_runner", Path(__file__).resolve().parent / "conf"), *named_config_paths()]
@@ -248,23 +248,34 @@ def plugin_conflicts(nodes: Mapping[str, Mapping[str, type]] | None = None) -> l
         for f in sorted(root.glob("*/**/*.yaml")):
             rel = f.relative_to(root).as_posix()
             group = rel.rpartition("/")[0]
-            if rel in owner and name in plugin_names and owner[rel] != name:
+            if rel in owner and name in outside and owner[rel] != name:
                 out.append(
-                    f"plugin {name}: its option file {rel} ({f}) shadows {owner[rel]}'s; rename "
-                    f"it in the plugin (a plugin adds options, it never replaces one)"
+                    f"{outside.get(name)} {name}: its option file {rel} ({f}) shadows "
+                    f"{owner[rel]}'s; rename it in the plugin (a plugin adds options, it never "
+                    "replaces one)"
                 )
             known = (nodes or {}).get(group) or schemas(group)
-            label = component_name(f, known) if name in plugin_names else None
+            label = component_name(f, known) if name in outside else None
             prev = labels.get((group, label or ""))
             if label and prev and prev[0] != name:
                 out.append(
-                    f"plugin {name}: its option {rel} ({f}) names its component {label}, the "
-                    f"name of {prev[0]}'s {prev[1]}: its results would be labelled as that one's; "
+                    f"{outside.get(name)} {name}: its option {rel} ({f}) names its component "
+                    f"{label}, the name of {prev[0]}'s {prev[1]}: its results would be labelled "
+                    "as that one's; "
                     f"set name: {f.stem} in it"
                 )
             owner.setdefault(rel, name)
             for n in {f.stem, label} - {None}:
                 labels.setdefault((group, str(n)), (name, rel))
+    return out
+
+
+def third_party() -> dict[str, str]:
+    """``name -> "plugin" / "benchmark"`` of every installed package's extension (entry points):
+    what may add schema nodes, options and names, never replace one."""
+    out = {b.name: "benchmark" for b in benchmarks()
+           if not b.task.startswith(f"{BUILTIN_PACKAGE}.")}  # fmt: skip
+    out.update({p.name: "plugin" for p in plugins()})
     return out
 
 

@@ -207,3 +207,37 @@ def test_a_plugin_named_as_a_benchmark_is_refused_naming_both(installed, tmp_pat
         registry.plugins()
     assert f"plugin {bench.cli_name} (" in str(e.value)
     assert f"is taken by benchmark {bench.name} ({bench.task})" in str(e.value)
+
+
+def test_an_installed_benchmark_cannot_shadow_a_schema_node_or_a_component(installed, tmp_path):  # noqa: F811 - the fixture
+    """Only plugins were checked: an installed benchmark's package replaced ``base_fbe``."""
+    from dataclasses import dataclass
+
+    from eqa_runner import registry
+    from eqa_runner.errors import ConfigError
+    from eqa_runner.run.configstore import schemas
+
+    @dataclass
+    class Other:
+        name: str = "fbe"
+
+    conf = tmp_path / "lab_bench" / "conf"
+    (conf / "policy").mkdir(parents=True)
+    bench = registry.Benchmark(name="lab_bench", title="t", task="lab_bench.task.T",
+                               judge="x", schemas={"policy": {"base_fbe": Other}},
+                               conf_dir=f"file://{conf}")  # fmt: skip
+    from tests.test_plugins import FakeEntryPoint
+
+    installed({registry.ENTRY_POINT_GROUP: [FakeEntryPoint("lab_bench", "lab_bench:B", bench)]})
+    with pytest.raises(ConfigError) as e:
+        schemas()
+    assert "benchmark lab_bench: its schema node policy/base_fbe shadows eqa_runner's" in str(
+        e.value
+    )
+
+    (conf / "policy" / "mine.yaml").write_text("name: fbe\n_target_: lab_bench.P\n")
+    bench = registry.Benchmark(name="lab_bench", title="t", task="lab_bench.task.T", judge="x",
+                               conf_dir=f"file://{conf}")  # fmt: skip
+    installed({registry.ENTRY_POINT_GROUP: [FakeEntryPoint("lab_bench", "lab_bench:B", bench)]})
+    lines = registry.plugin_conflicts(schemas())
+    assert lines and lines[0].startswith("benchmark lab_bench: its option policy/mine.yaml")
