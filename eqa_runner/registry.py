@@ -295,9 +295,9 @@ def component_name(option_file: Path, nodes: Mapping[str, type]) -> str | None:
         return None if "${" in name else name
     for entry in data.get("defaults") or []:
         node = nodes.get(entry) if isinstance(entry, str) else None
-        field_ = getattr(node, "__dataclass_fields__", {}).get("name")
-        if isinstance(getattr(field_, "default", None), str):
-            return str(field_.default)
+        default = getattr(getattr(node, "__dataclass_fields__", {}).get("name"), "default", None)
+        if isinstance(default, str):
+            return default
     return None
 
 
