@@ -179,8 +179,8 @@ def check_plugins() -> tuple[list[str], bool]:
         try:
             from eqa_runner.run.configstore import schemas
 
-            schemas()
-            conflicts = registry.plugin_conflicts() if registry.plugins() else []
+            every = schemas()
+            conflicts = registry.plugin_conflicts(every) if registry.third_party() else []
         except UserError as e:
             conflicts = [str(e)]
         lines += conflicts

@@ -127,8 +127,15 @@ def plugins() -> tuple[Plugin, ...]:
     """The component plugins of installed packages (entry points), by name."""
     found: dict[str, Plugin] = {}
     for plugin in _load_entry_points(PLUGIN_ENTRY_POINT_GROUP, Plugin):
-        if plugin.name in found or any(plugin.name == b.name for b in benchmarks()):
-            raise ConfigError(f"plugin {plugin.name}: the name is taken by another plugin")
+        taken = [f"benchmark {b.name} ({b.task})" for b in benchmarks()
+                 if plugin.name in (b.name, b.cli_name)]  # fmt: skip
+        if plugin.name in found or plugin.name == "eqa_runner":
+            taken.append("another plugin" if plugin.name in found else "eqa_runner itself")
+        if taken:
+            raise ConfigError(
+                f"plugin {plugin.name} ({plugin.conf_dir}): the name is taken by {taken[0]}; "
+                "rename the plugin"
+            )
         found[plugin.name] = plugin
     return tuple(found.values())
 
@@ -227,23 +234,71 @@ def named_config_paths() -> list[tuple[str, Path]]:
     return out
 
 
-def plugin_conflicts() -> list[str]:
+def plugin_conflicts(nodes: Mapping[str, Mapping[str, type]] | None = None) -> list[str]:
     """One line per option file of a plugin that eqa_runner, a benchmark or an earlier plugin
-    already has (``policy/fbe.yaml``): Hydra would use one of the two silently."""
-    plugin_names = {p.name for p in plugins()}
+    already has (``policy/fbe.yaml``): Hydra would use one of the two silently; and per option
+    of a plugin whose component names itself as another's (its results would carry that
+    label). ``nodes``: every group's schema nodes (``run.configstore.schemas()``)."""
+    outside = third_party()
     owner: dict[str, str] = {}
+    labels: dict[tuple[str, str], tuple[str, str]] = {}  # (group, name) -> (owner, option file)
     sources = [("eqa_runner", Path(__file__).resolve().parent / "conf"), *named_config_paths()]
     out = []
     for name, root in sources:
         for f in sorted(root.glob("*/**/*.yaml")):
             rel = f.relative_to(root).as_posix()
-            if rel in owner and name in plugin_names and owner[rel] != name:
+            group = rel.rpartition("/")[0]
+            if rel in owner and name in outside and owner[rel] != name:
                 out.append(
-                    f"plugin {name}: its option file {rel} ({f}) shadows {owner[rel]}'s; rename "
-                    f"it in the plugin (a plugin adds options, it never replaces one)"
+                    f"{outside.get(name)} {name}: its option file {rel} ({f}) shadows "
+                    f"{owner[rel]}'s; rename it in the plugin (a plugin adds options, it never "
+                    "replaces one)"
+                )
+            known = (nodes or {}).get(group) or schemas(group)
+            label = component_name(f, known) if name in outside else None
+            prev = labels.get((group, label or ""))
+            if label and prev and prev[0] != name:
+                out.append(
+                    f"{outside.get(name)} {name}: its option {rel} ({f}) names its component "
+                    f"{label}, the name of {prev[0]}'s {prev[1]}: its results would be labelled "
+                    "as that one's; "
+                    f"set name: {f.stem} in it"
                 )
             owner.setdefault(rel, name)
+            for n in {f.stem, label} - {None}:
+                labels.setdefault((group, str(n)), (name, rel))
     return out
+
+
+def third_party() -> dict[str, str]:
+    """``name -> "plugin" / "benchmark"`` of every installed package's extension (entry points):
+    what may add schema nodes, options and names, never replace one."""
+    out = {b.name: "benchmark" for b in benchmarks()
+           if not b.task.startswith(f"{BUILTIN_PACKAGE}.")}  # fmt: skip
+    out.update({p.name: "plugin" for p in plugins()})
+    return out
+
+
+def component_name(option_file: Path, nodes: Mapping[str, type]) -> str | None:
+    """The ``name`` a component built from ``option_file`` records (its results' label): the
+    file's ``name:``, else the default of a schema node in its ``defaults`` (``base_fbe`` → fbe)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(option_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None  # Hydra names a bad option file when it is used
+    if not isinstance(data, dict) or "@package _global_" in option_file.read_text("utf-8"):
+        return None  # a preset, not a component
+    name = data.get("name")
+    if isinstance(name, str):
+        return None if "${" in name else name
+    for entry in data.get("defaults") or []:
+        node = nodes.get(entry) if isinstance(entry, str) else None
+        default = getattr(getattr(node, "__dataclass_fields__", {}).get("name"), "default", None)
+        if isinstance(default, str):
+            return default
+    return None
 
 
 def option_files(group: str) -> list[Path]:

@@ -8,7 +8,6 @@ Re-running the same command resumes (episodes already re-judged ok are skipped).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import re
 import sys
@@ -24,6 +23,7 @@ from eqa_runner.records import EPISODES_FILE, RecordWriter, iter_records
 from eqa_runner.run.build import llm_clients
 from eqa_runner.run.episode import error_info
 from eqa_runner.run.plan import RunPlan
+from eqa_runner.run.rejudge_cap import RejudgeAtCap, judge_all, rejudge_cap
 from eqa_runner.run.sigterm import run_until_signalled, sigterm_interrupts
 from eqa_runner.run.summary import SummaryInputs, models_of, write_summary
 from eqa_runner.scoring.base import Judge
@@ -31,7 +31,7 @@ from eqa_runner.types import Episode, EpisodeRecord, Prediction, RejudgedRecord
 
 # what a rejudge may change: the judge, and plumbing (never the predictions' config)
 REJUDGE_KEYS = ("judge.", "run.workers", "run.cache", "run.cache_dir", "run.bootstrap_samples",
-                "prompts.dir")  # fmt: skip
+                "prompts.dir", "run.max_cost_usd", "run.allow_unpriced")  # fmt: skip
 
 
 def recorded_config(run_dir: Path) -> DictConfig:
@@ -55,6 +55,7 @@ def recorded_config(run_dir: Path) -> DictConfig:
 def load_run_config(run_dir: Path, overrides: list[str]) -> DictConfig:
     """The run's recorded config with judge overrides (``judge.model=...``) applied."""
     from eqa_runner.llm.secrets import secret_overrides
+    from eqa_runner.run.rejudge_overrides import check_run_values, parsed_overrides, unknown_key
 
     refusal = secret_overrides(overrides)  # first: every other refusal quotes the override
     if refusal:
@@ -70,74 +71,14 @@ def load_run_config(run_dir: Path, overrides: list[str]) -> DictConfig:
                 f"({', '.join(REJUDGE_KEYS[1:])}); predictions are never recomputed. "
                 "Start a new run for another policy or model."
             )
-        unknown = _unknown_key(cfg, key, adds=o.startswith("+"))
+        unknown = unknown_key(cfg, key, adds=o.startswith("+"))
         if unknown:
             raise ConfigError(unknown)
-    parsed = _parsed(overrides)
-    _check_run_values([(k, v) for k, v in parsed if k.startswith("run.")])
+    parsed = parsed_overrides(overrides)
+    check_run_values([(k, v) for k, v in parsed if k.startswith("run.")])
     for key, value in parsed:
         OmegaConf.update(cfg, key, value, merge=True, force_add=True)
     return cfg
-
-
-def _check_run_values(run_overrides: list[tuple[str, Any]]) -> None:
-    """``run.workers=0`` and the like: refused as the run's command line refuses them."""
-    if not run_overrides:
-        return
-    from omegaconf.errors import OmegaConfBaseException
-
-    from eqa_runner.run.config import RunConfig
-    from eqa_runner.schema import check_node
-
-    node = OmegaConf.structured(RunConfig)
-    for key, value in run_overrides:
-        try:
-            OmegaConf.update(node, key.removeprefix("run."), value)
-        except OmegaConfBaseException as e:
-            raise ConfigError(f"{key}={value}: {str(e).splitlines()[0]}") from None
-    check_node(node, "run")
-
-
-def _parsed(overrides: list[str]) -> list[tuple[str, Any]]:
-    """(key, value) of each override, read by Hydra's own grammar as the run's command line
-    reads it (``judge.model=`` is an empty string, ``judge.temperature=null`` is null)."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import HydraException
-
-    parser, out = OverridesParser.create(), []
-    for text in overrides:
-        try:
-            o = parser.parse_override(text)
-        except HydraException:  # its message quotes the value: name the key only
-            key = text.split("=", 1)[0]
-            raise ConfigError(
-                f"{key}=…: the value does not parse as an override (Hydra's grammar); quote it, "
-                f"e.g. '{key}=\"…\"'"
-            ) from None
-        if o.is_sweep_override():
-            raise ConfigError(f"{text}: rejudge takes one value per key (rejudge once per value)")
-        out.append((o.key_or_group, o.value()))
-    return out
-
-
-def _unknown_key(cfg: DictConfig, key: str, *, adds: bool) -> str | None:
-    """The refusal for an override of a key the run's judge does not have; ``+`` may add a key
-    to a free-form map inside the judge (``+judge.extra_params.user=…``), never to the judge's
-    own options (``+judge.foo=1``: nothing would read it, and the judge refuses it)."""
-    import difflib
-
-    parent, _, name = key.rpartition(".")
-    node = OmegaConf.select(cfg, parent) if parent else cfg
-    if not OmegaConf.is_dict(node):
-        return f"{key}: the run's config has no {parent or key} (its .hydra/config.yaml)"
-    known = [str(k) for k in node]
-    if name in known or (adds and parent != "judge" and OmegaConf.is_dict(node)):
-        return None
-    close = difflib.get_close_matches(name, known, n=1)
-    hint = f"; did you mean {parent}.{close[0]}?" if close else ""
-    if adds:
-        return f"+{key}: {parent} has no key {name}{hint} (the run's .hydra/config.yaml lists them)"
-    return f"{key}: unknown key in the run's config{hint}"
 
 
 def episode_from_record(rec: EpisodeRecord) -> Episode:
@@ -321,14 +262,18 @@ def _rejudge_locked(run_dir: Path, plan: RunPlan, tag: str) -> dict[str, Any]:
     assert plan.judge is not None, "built by the judge check"
     plan.prompts = plan.judge.prompts(plan.prompts_dir)
     judge_fp = _judge_fingerprint(run_dir, plan.cfg, plan.prompts, tag)
-    ids = _judge_pending(run_dir, plan, plan.judge, tag)
-    return _write_rejudged_summary(run_dir, plan, plan.judge, tag, ids, judge_fp)
+    ids, at_cap = _judge_pending(run_dir, plan, plan.judge, tag)
+    summary = _write_rejudged_summary(run_dir, plan, plan.judge, tag, ids, judge_fp)
+    if at_cap is not None:  # the summary of what was judged is written first
+        raise at_cap
+    return summary
 
 
-def _judge_pending(run_dir: Path, plan: RunPlan, judge: Judge, tag: str) -> list[str]:
-    """Streams: the records are read twice, lazily (an index of final records, then the
-    pending ones), with at most ``run.workers`` of them in memory (docs/benchmarks.md).
-    Returns the run's episode ids, in order."""
+def _judge_pending(
+    run_dir: Path, plan: RunPlan, judge: Judge, tag: str
+) -> tuple[list[str], RejudgeAtCap | None]:
+    """Streams: the records are read twice, lazily (an index, then the pending ones), at most
+    ``run.workers`` in memory. Returns the episode ids and the stop at the cost cap, if any."""
     src = final_index(run_dir / EPISODES_FILE)
     out_name = f"episodes.rejudged-{tag}.jsonl"
     done = {i for i, (_, status) in final_index(run_dir / out_name).items() if status == "ok"}
@@ -336,7 +281,7 @@ def _judge_pending(run_dir: Path, plan: RunPlan, judge: Judge, tag: str) -> list
     _, judge_llm = llm_clients(plan.cfg, judge, salt, roles=("judge",))
     workers = plan.run.workers
 
-    async def one(rec: EpisodeRecord, w: RecordWriter) -> None:
+    async def one(rec: EpisodeRecord, w: RecordWriter) -> float:
         new: RejudgedRecord = {
             **rec,
             "rejudged_from": {"judge_raw": rec["judge_raw"], "metrics": rec["metrics"]},
@@ -369,19 +314,21 @@ def _judge_pending(run_dir: Path, plan: RunPlan, judge: Judge, tag: str) -> list
                     )
             new["usage"] = usage.as_dict()
         w.write(new)
+        return float((new.get("usage") or {}).get("cost_usd") or 0.0)
+
+    cap, at_cap = rejudge_cap(plan, judge_llm, run_dir / out_name), []
 
     async def main(w: RecordWriter) -> None:
         todo = pending_records(run_dir / EPISODES_FILE, src, done)
-
-        async def worker() -> None:
-            for rec in todo:  # shared: each record goes to the next free worker
-                await one(rec, w)
-
-        await asyncio.gather(*(worker() for _ in range(workers)))
+        if await judge_all(todo, lambda rec: one(rec, w), workers, cap, episode_from_record):
+            at_cap.append(True)
 
     with RecordWriter(run_dir / out_name) as w:
         run_until_signalled(main(w))
-    return list(src)
+    if at_cap and cap is not None:
+        judged = sum(1 for _, st in final_index(run_dir / out_name).values() if st == "ok")
+        return list(src), RejudgeAtCap(run_dir, tag, cap, judged, len(src))
+    return list(src), None
 
 
 def _write_rejudged_summary(
@@ -429,7 +376,7 @@ def main(argv: list[str] | None = None) -> None:
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(e.exit_code)
-    except RejudgeInterrupted as e:
+    except (RejudgeInterrupted, RejudgeAtCap) as e:
         print(f"\n{e.line(args.overrides)}", file=sys.stderr, flush=True)
         sys.exit(e.exit_code)
     except KeyboardInterrupt as e:  # before the run dir was locked: nothing written

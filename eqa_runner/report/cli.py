@@ -143,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
 def _upstream(args: argparse.Namespace) -> int:
     """``--export`` / ``--import`` (docs/reports.md "Upstream formats")."""
     from eqa_runner.report.upstream_formats import IMPORT_DIR, export_run, import_results
+    from eqa_runner.run.stop import EXIT_COST_CAP, EXIT_SIGINT, EXIT_SIGTERM
     from eqa_runner.safe_io import as_it_was_on_refusal, refuse_links
 
     if args.import_file is not None:
@@ -157,11 +158,13 @@ def _upstream(args: argparse.Namespace) -> int:
         fresh = not dest.exists()
         try:  # a refused import leaves its dir as it was (it kept imported/ before)
             with as_it_was_on_refusal(dest / IMPORT_DIR):
-                out = import_results(args.import_file, args.format, overrides, args.out)
+                out, code = import_results(args.import_file, args.format, overrides, args.out)
         except UserError:
             if fresh and dest.is_dir() and not any(dest.iterdir()):
                 dest.rmdir()
             raise
+        if code in (EXIT_COST_CAP, EXIT_SIGINT, EXIT_SIGTERM):  # its resume line is printed
+            return code
         print(f"imported run: {out}\ncompare: python -m eqa_runner.report <our run> {out} "
               "--compare")  # fmt: skip
         return 0

@@ -163,9 +163,13 @@ def _json_num(v: Any) -> Any:
         return str(v)
 
 
-def import_results(path: Path, name: str, overrides: list[str], out: Path | None) -> Path:
-    """Read an upstream file as a run (judged by the task's judge); returns the run dir."""
+def import_results(
+    path: Path, name: str, overrides: list[str], out: Path | None
+) -> tuple[Path, int]:
+    """Read an upstream file as a run (judged by the task's judge); returns the run dir and the
+    run's exit code (README "Exit codes": an interrupted import prints its resume line)."""
     from eqa_runner.run.loop import run
+    from eqa_runner.run.stop import resumed_by
 
     fmt = get_format(name)
     src = Path(path)
@@ -177,5 +181,12 @@ def import_results(path: Path, name: str, overrides: list[str], out: Path | None
     if not rows:
         raise ReportError(f"--import {src}: no answers in it")
     _write_normalised(rows, out_dir / IMPORT_DIR)
-    run(cfg)
-    return out_dir
+
+    def resume(keys: dict[str, str]) -> list[str]:  # this import again, resumed
+        kept = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in keys]
+        return ["python", "-m", "eqa_runner.report", "--import", str(src), "--format", name,
+                "--out", str(out_dir), *kept, *(f"{k}={v}" for k, v in keys.items())]  # fmt: skip
+
+    with resumed_by(resume):
+        result = run(cfg)
+    return out_dir, int(result.get("exit_code", 0))

@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from eqa_runner.errors import ConfigError, UserError
 from eqa_runner.llm.config import LLMConfig
 from eqa_runner.policies.config import SCHEMAS as POLICY_SCHEMAS
-from eqa_runner.registry import Benchmark, Plugin, benchmarks, plugins
+from eqa_runner.registry import Benchmark, Plugin, benchmarks, plugins, third_party
 from eqa_runner.run.config import RunConfig
 from eqa_runner.run.screen import screen_config
 from eqa_runner.sim.config import SCHEMAS as SIM_SCHEMAS
@@ -36,14 +36,16 @@ def schemas() -> dict[str, dict[str, type]]:
     out = {group: dict(nodes) for group, nodes in SCHEMAS.items()}
     owner = {(g, n): "eqa_runner" for g, nodes in SCHEMAS.items() for n in nodes}
     parts: list[Benchmark | Plugin] = [*benchmarks(), *plugins()]
+    outside = third_party()  # an installed package's plugin or benchmark
     for ext in parts:
         for group, nodes in ext.schemas.items():
             for name, node in nodes.items():
                 first = owner.setdefault((group, name), ext.name)
-                if isinstance(ext, Plugin) and first != ext.name and out[group][name] is not node:
+                if ext.name in outside and first != ext.name and out[group][name] is not node:
                     raise ConfigError(
-                        f"plugin {ext.name}: its schema node {group}/{name} shadows {first}'s; "
-                        "rename it in the plugin (a plugin adds schemas, it never replaces one)"
+                        f"{outside[ext.name]} {ext.name}: its schema node {group}/{name} "
+                        f"shadows {first}'s; rename it in the plugin (a plugin adds schemas, it "
+                        "never replaces one)"
                     )
             out.setdefault(group, {}).update(nodes)
     return out
@@ -67,7 +69,7 @@ def register_configs() -> None:
     every = schemas()
     from eqa_runner.registry import plugin_conflicts
 
-    conflicts = plugin_conflicts() if plugins() else []
+    conflicts = plugin_conflicts(every) if third_party() else []
     if conflicts:
         raise ConfigError(conflicts[0])
     if all(_stored(cs, group, name) for group, nodes in every.items() for name in nodes):

@@ -84,13 +84,18 @@ def check_priced(
         for role, model_cfg in parts.policy.extra_models(clients[0].cfg).items():
             roles.append((LLMClient(model_cfg, role=role), f"policy.{role}_llm"))
     for client, key in roles:
-        if client.offline or client.explicit_price() is not None:
-            continue
-        _, _, cost = estimate_call(client.model, [user("x")], [], 1)
-        if cost is None:
-            model_key = "policy.stop_model" if key.startswith("policy.") else f"{key}.model"
-            raise ConfigError(
-                f"run.max_cost_usd is set but {model_key}={client.model} has no known price: "
-                f"set {key}.input_usd_per_mtok and {key}.output_usd_per_mtok (USD per million "
-                "tokens), or run.allow_unpriced=true to count its calls as $0."
-            )
+        check_client_priced(client, key)
+
+
+def check_client_priced(client: LLMClient, key: str) -> None:
+    """Refuse (one line naming the keys to set) a model called under ``key`` without a price."""
+    if client.offline or client.explicit_price() is not None:
+        return
+    _, _, cost = estimate_call(client.model, [user("x")], [], 1)
+    if cost is None:
+        model_key = "policy.stop_model" if key.startswith("policy.") else f"{key}.model"
+        raise ConfigError(
+            f"run.max_cost_usd is set but {model_key}={client.model} has no known price: "
+            f"set {key}.input_usd_per_mtok and {key}.output_usd_per_mtok (USD per million "
+            "tokens), or run.allow_unpriced=true to count its calls as $0."
+        )

@@ -10,7 +10,7 @@ import shlex
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,9 +98,26 @@ def signals_stop(stopper: Stopper, out_dir: Path | None = None) -> Iterator[None
             signal.signal(s, h)
 
 
+# a command that runs the run in-process (``report --import``) says how it is resumed
+_resume_builders: list[Callable[[dict[str, str]], list[str]]] = []
+
+
+@contextmanager
+def resumed_by(build: Callable[[dict[str, str]], list[str]]) -> Iterator[None]:
+    """While inside, a resume line is ``build(keys)`` (the command's own argv, given the keys
+    to set, ``run.resume=true`` among them), not ``python -m eqa_runner …``."""
+    _resume_builders.append(build)
+    try:
+        yield
+    finally:
+        _resume_builders.remove(build)
+
+
 def resume_command(out_dir: Path, *, set_keys: dict[str, str] | None = None) -> str:
     """The exact command that continues the run in ``out_dir`` (one line, shell-quoted): this
     process's overrides (sweep values of this job included) + ``run.resume=true`` and the dir."""
+    if _resume_builders:
+        return shlex.join(_resume_builders[-1]({"run.resume": "true", **(set_keys or {})}))
     args = _this_invocation()
     extra = {"run.resume": "true", "hydra.run.dir": str(out_dir), **(set_keys or {})}
     keep = [a for a in args if _key(a) not in (*_DROPPED_KEYS, *extra)]
