@@ -8,4 +8,3 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # `from tests.conftest import ...` without `python -m pytest`
     sys.path.insert(0, str(ROOT))
-
