@@ -15,11 +15,11 @@ demo: setup  ## write the offline demo data (kept when already written) and run 
 	$(PY) -m eqa_runner.demo $(DEMO)
 	$(PY) -m eqa_runner task=openeqa_em policy=multiframe llm=offline judge.model=offline task.data_dir=$(DEMO)/openeqa
 
-test:  ## set-up (+ chromium) and the whole suite (slow included; slurm tests need SLURM_CONF)
+test:  ## set-up (+ chromium) and the whole suite (slow included; slurm tests need SLURM_CONF): before a commit, CI
 	@bash scripts/setup.sh --test
 	$(PY) -m pytest
 
-test-fast: setup  ## the suite without slow tests
+test-fast: setup  ## the suite without slow tests (no process started; ~2 min): after every change
 	$(PY) -m pytest -m "not slow"
 
 lint:  ## ruff lint + format check, mypy, the layer contracts (lint-imports)

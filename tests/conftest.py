@@ -97,3 +97,25 @@ def express_demo(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("express_demo") / "express"
     write_express_demo(out, seed=0)
     return out
+
+
+@pytest.fixture(scope="session")
+def aeqa_demo(tmp_path_factory) -> Path:
+    """The A-EQA demo (2 apartments, 13 questions), written once per session (read-only: copy it
+    before changing files)."""
+    from eqa_runner.benchmarks.aeqa.demo import write_aeqa_demo
+
+    out = tmp_path_factory.mktemp("aeqa_demo") / "aeqa"
+    write_aeqa_demo(out, seed=0)
+    return out
+
+
+@pytest.fixture(scope="session")
+def hmeqa_demo(tmp_path_factory) -> Path:
+    """The HM-EQA demo (2 apartments, 10 questions), written once per session (read-only: copy it
+    before changing files)."""
+    from eqa_runner.benchmarks.hmeqa.demo import write_hmeqa_demo
+
+    out = tmp_path_factory.mktemp("hmeqa_demo") / "hmeqa"
+    write_hmeqa_demo(out, seed=0)
+    return out

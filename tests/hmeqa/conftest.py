@@ -1,22 +1,10 @@
-"""Fixtures for the HM-EQA tests: the procedural demo (written once per session)."""
+"""The HM-EQA tests: their demo (`hmeqa_demo`, once per session) is in tests/conftest.py."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # `from tests.conftest import ...` without `python -m pytest`
     sys.path.insert(0, str(ROOT))
-
-
-@pytest.fixture(scope="session")
-def hmeqa_demo(tmp_path_factory) -> Path:
-    """The HM-EQA demo (2 apartments, 10 questions); read-only: copy it before changing files."""
-    from eqa_runner.benchmarks.hmeqa.demo import write_hmeqa_demo
-
-    out = tmp_path_factory.mktemp("hmeqa_demo") / "hmeqa"
-    write_hmeqa_demo(out, seed=0)
-    return out

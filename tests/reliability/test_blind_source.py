@@ -20,12 +20,9 @@ OFFLINE = ["llm=offline", "judge.model=offline", "run.progress=false"]
 
 
 @pytest.fixture(scope="module")
-def aeqa_data(tmp_path_factory) -> Path:
-    from eqa_runner.benchmarks.aeqa.demo import write_aeqa_demo
-
-    out = tmp_path_factory.mktemp("blind_src") / "aeqa"
-    write_aeqa_demo(out, seed=0)
-    return out
+def aeqa_data(tmp_path_factory, aeqa_demo) -> Path:
+    """A copy of the session's A-EQA demo (tests/conftest.py), this module's to change."""
+    return Path(shutil.copytree(aeqa_demo, tmp_path_factory.mktemp("blind_src") / "aeqa"))
 
 
 @pytest.fixture(scope="module")

@@ -60,21 +60,15 @@ OFFLINE = ["llm=offline", "judge.model=offline", "run.progress=false"]
 
 
 @pytest.fixture(scope="module")
-def aeqa_data(tmp_path_factory) -> Path:
-    from eqa_runner.benchmarks.aeqa.demo import write_aeqa_demo
-
-    out = tmp_path_factory.mktemp("dups") / "aeqa"
-    write_aeqa_demo(out, seed=0)
-    return out
+def aeqa_data(tmp_path_factory, aeqa_demo) -> Path:
+    """A copy of the session's A-EQA demo (tests/conftest.py), this module's to change."""
+    return Path(shutil.copytree(aeqa_demo, tmp_path_factory.mktemp("dups") / "aeqa"))
 
 
 @pytest.fixture(scope="module")
-def hmeqa_data(tmp_path_factory) -> Path:
-    from eqa_runner.benchmarks.hmeqa.demo import write_hmeqa_demo
-
-    out = tmp_path_factory.mktemp("dups") / "hmeqa"
-    write_hmeqa_demo(out, seed=0)
-    return out
+def hmeqa_data(tmp_path_factory, hmeqa_demo) -> Path:
+    """A copy of the session's HM-EQA demo (tests/conftest.py), this module's to change."""
+    return Path(shutil.copytree(hmeqa_demo, tmp_path_factory.mktemp("dups") / "hmeqa"))
 
 
 @pytest.mark.slow

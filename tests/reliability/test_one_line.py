@@ -35,12 +35,9 @@ def _one_error_line(res: subprocess.CompletedProcess[str]) -> str:
 
 
 @pytest.fixture(scope="module")
-def aeqa_data(tmp_path_factory) -> Path:
-    from eqa_runner.benchmarks.aeqa.demo import write_aeqa_demo
-
-    out = tmp_path_factory.mktemp("aeqa") / "aeqa"
-    write_aeqa_demo(out, seed=0)
-    return out
+def aeqa_data(tmp_path_factory, aeqa_demo) -> Path:
+    """A copy of the session's A-EQA demo (tests/conftest.py), this module's to change."""
+    return Path(shutil.copytree(aeqa_demo, tmp_path_factory.mktemp("aeqa") / "aeqa"))
 
 
 @pytest.mark.slow
@@ -178,11 +175,8 @@ def test_a_waypoint_no_scene_holds_is_unparsable_and_the_run_goes_on(
 
 
 @pytest.fixture
-def deep_choices(tmp_path) -> Path:
-    from eqa_runner.benchmarks.hmeqa.demo import write_hmeqa_demo
-
-    data = tmp_path / "hmeqa"
-    write_hmeqa_demo(data, seed=0)
+def deep_choices(tmp_path, hmeqa_demo) -> Path:
+    data = shutil.copytree(hmeqa_demo, tmp_path / "hmeqa")
     path = data / "questions.csv"
     rows = list(csv.reader(path.open(newline="")))
     rows[2][rows[0].index("choices")] = "[" * 30_000 + "]" * 30_000

@@ -294,8 +294,7 @@ def test_power_from_the_runs_clustered_variance(tmp_path, capsys):
 # ----------------------------------------------------------------------------- stamps
 
 
-def test_stamp_records_git_state_and_never_fails_without_git(tmp_path, monkeypatch):
-    assert git_state(tmp_path) is None  # not a checkout
+def test_stamp_records_seeds_hashes_and_the_fingerprint():
     stamp = reproducibility_stamp(config={"run": {"seed": 3}, "llm": {"seed": 3}},
                                   task_info={"questions_sha256": "a" * 64, "name": "x"},
                                   prompts={"p": {"sha256": "b" * 64}}, judge_model="m")  # fmt: skip
@@ -303,12 +302,31 @@ def test_stamp_records_git_state_and_never_fails_without_git(tmp_path, monkeypat
     assert stamp["data_sha256"] == {"questions_sha256": "a" * 64}
     assert stamp["prompts_sha256"] == {"p": "b" * 64} and stamp["judge_model"] == "m"
     assert len(stamp["config_fingerprint"]) == 64
-    monkeypatch.setenv("PATH", str(tmp_path))  # no git at all
-    git_state.cache_clear()
-    try:
-        assert git_state() is None
-    finally:
+
+
+@pytest.mark.slow
+def test_git_state_is_none_outside_a_checkout_and_without_git(tmp_path, monkeypatch):
+    assert git_state(tmp_path) is None  # not a checkout
+    with monkeypatch.context() as m:
+        m.setenv("PATH", str(tmp_path))  # no git at all
         git_state.cache_clear()
+        try:
+            assert git_state() is None
+        finally:
+            git_state.cache_clear()
+
+
+def test_git_state_never_raises_when_git_fails(tmp_path, monkeypatch):
+    """The same without starting git: a missing git and a failing one are both None."""
+    import eqa_runner.run.summary as summary
+
+    for err in (FileNotFoundError("git"), subprocess.CalledProcessError(128, "git")):
+
+        def fail(*args, err=err, **kwargs):
+            raise err
+
+        monkeypatch.setattr(summary.subprocess, "run", fail)
+        assert git_state.__wrapped__(tmp_path) is None
 
 
 def test_compare_warns_when_stamps_differ_beyond_the_compared_keys(tmp_path, capsys):

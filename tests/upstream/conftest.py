@@ -1,4 +1,1 @@
-"""The benchmarks' demo fixtures, shared by the upstream-format tests."""
-
-from tests.aeqa.conftest import aeqa_demo  # noqa: F401
-from tests.hmeqa.conftest import hmeqa_demo  # noqa: F401
+"""The upstream-format tests use the benchmarks' demos of tests/conftest.py."""
