@@ -21,6 +21,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from eqa_runner.errors import ReportError
+from eqa_runner.safe_io import write_atomic
 from eqa_runner.scoring.upstream import Imported, UpstreamFormat
 
 IMPORT_DIR = "imported"
@@ -148,12 +149,14 @@ def compose_import(fmt: UpstreamFormat, overrides: list[str], out: Path) -> Dict
 
 def _write_normalised(rows: list[Imported], d: Path) -> None:
     d.mkdir(parents=True, exist_ok=True)
-    with (d / "predictions.jsonl").open("w", encoding="utf-8") as f:
-        for r in rows:
-            line = {"episode_id": r.episode_id, "answer": r.answer, "trace": r.trace,
-                    "judge_images": [str(Path(p).resolve()) for p in r.judge_images]}  # fmt: skip
-            f.write(json.dumps(line, default=_json_num) + "\n")
-    (d / "episode_ids.json").write_text(json.dumps([r.episode_id for r in rows]))
+    lines = [
+        json.dumps({"episode_id": r.episode_id, "answer": r.answer, "trace": r.trace,
+                    "judge_images": [str(Path(p).resolve()) for p in r.judge_images]},
+                   default=_json_num) + "\n"
+        for r in rows
+    ]  # fmt: skip
+    write_atomic(d / "predictions.jsonl", "".join(lines))
+    write_atomic(d / "episode_ids.json", json.dumps([r.episode_id for r in rows]))
 
 
 def _json_num(v: Any) -> Any:

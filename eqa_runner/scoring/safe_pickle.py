@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from eqa_runner.errors import DataError
+from eqa_runner.safe_io import write_atomic
 
 MAX_BYTES = 256 * 2**20  # a results file larger than this is not read
 MAX_VALUES = 20_000_000  # values as a tree (a value reached twice counts twice)
@@ -157,14 +158,6 @@ def load_pickle(path: Path) -> Any:
 
 def dump_pickle(obj: Any, path: Path) -> Path:
     """Write ``obj`` as upstream does (protocol 4) via a temp file and a rename."""
-    import os
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        tmp.write_bytes(pickle.dumps(obj, protocol=4))
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
+    return write_atomic(path, pickle.dumps(obj, protocol=4))

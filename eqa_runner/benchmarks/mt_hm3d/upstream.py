@@ -20,6 +20,7 @@ from typing import Any
 
 from eqa_runner.benchmarks.mt_hm3d.protocol import step_letter
 from eqa_runner.errors import DataError
+from eqa_runner.safe_io import read_json, write_atomic
 from eqa_runner.scoring.upstream import Imported, UpstreamFormat
 from eqa_runner.types import Episode, EpisodeRecord
 
@@ -74,12 +75,12 @@ class MTHM3DResults(UpstreamFormat):
                  if str(r["episode_id"]) in known]  # fmt: skip
         out = Path(out_dir) / RESULTS
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(items, indent=1), encoding="utf-8")
+        write_atomic(out, json.dumps(items, indent=1))
         return [out]
 
     def read(self, path: Path, episodes: Sequence[Episode]) -> list[Imported]:
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            data = read_json(path)
         except (OSError, ValueError) as e:
             raise DataError(f"{path}: not a MemoryEQA results.json ({e})") from None
         if not isinstance(data, list):

@@ -17,6 +17,7 @@ from typing import Any
 
 from eqa_runner.errors import DataError
 from eqa_runner.records import write_json_atomic
+from eqa_runner.safe_io import read_json
 from eqa_runner.scoring.upstream import Imported, UpstreamFormat, by_id, str_field
 from eqa_runner.types import Episode, EpisodeRecord
 
@@ -34,7 +35,7 @@ def predictions(records: Sequence[EpisodeRecord]) -> list[dict[str, Any]]:
 def read_predictions(path: Path) -> list[dict[str, Any]]:
     """The items of a predictions file, each checked for the two fields the scorer reads."""
     try:
-        items = json.loads(Path(path).read_text(encoding="utf-8"))
+        items = read_json(path)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
         raise DataError(f"{path}: not a JSON predictions file ({str(e)[:120]})") from None
     if not isinstance(items, list):

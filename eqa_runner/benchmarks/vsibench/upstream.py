@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from eqa_runner.errors import DataError
+from eqa_runner.safe_io import loads_json, write_atomic
 from eqa_runner.scoring.upstream import Imported, UpstreamFormat, by_id
 from eqa_runner.types import Episode, EpisodeRecord
 
@@ -59,13 +60,14 @@ class VSIBenchSamples(UpstreamFormat):
                                      "resps": [[reply]], "filtered_resps": [reply]}))  # fmt: skip
         out = Path(out_dir) / SAMPLES
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        write_atomic(out, "".join(line + "\n" for line in lines))
         return [out]
 
     def read(self, path: Path, episodes: Sequence[Episode]) -> list[Imported]:
         try:
             lines = Path(path).read_text(encoding="utf-8").splitlines()
-            items = [json.loads(line) for line in lines if line.strip()]
+            items = [loads_json(line, f"{path}: line {n + 1}") for n, line in enumerate(lines)
+                     if line.strip()]  # fmt: skip
         except (OSError, ValueError) as e:
             raise DataError(f"{path}: not an lmms-eval samples file ({e})") from None
         ids = []
