@@ -59,6 +59,31 @@ def mlflow_server(tmp_path_factory):
     log.close()
 
 
+_LEFT_OPEN: set[str] = set()
+
+
+@pytest.fixture(autouse=True)
+def _count_runs_left_open(request):
+    """After each test on the server: its runs still RUNNING (a tracker that never closed its
+    run) count into the reliability line's ``trackers left open``."""
+    yield
+    if "mlflow_server" not in request.fixturenames:
+        return
+    url, proc = request.getfixturevalue("mlflow_server")
+    if proc.poll() is not None:  # the test stopped the server on purpose
+        return
+    from mlflow.tracking import MlflowClient
+
+    from tests.reliability import tally
+
+    client = MlflowClient(url)
+    exps = [e.experiment_id for e in client.search_experiments()]
+    running = client.search_runs(exps, "attributes.status = 'RUNNING'") if exps else []
+    new = {r.info.run_id for r in running} - _LEFT_OPEN
+    _LEFT_OPEN.update(new)
+    tally.add("trackers left open", len(new))
+
+
 def _kill(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
     """Stop the server and its worker processes (its own process group)."""
     if proc.poll() is None:
