@@ -99,7 +99,7 @@ def test_wheel_installs_and_runs_from_an_unrelated_directory(tmp_path: Path) -> 
 
     out = _run([str(exe), "--help"], cwd=elsewhere, env=env, timeout=60)
     assert "llm: " in out and "offline" in out and "hydra/launcher: local, slurm" in out
-    assert "task: aeqa, express, hmeqa, openeqa_em\n" in out  # from the benchmarks' packages
+    assert "task: aeqa, express, hmeqa, mt_hm3d, openeqa_em, vsibench\n" in out  # their packages
     assert "mp3d_eqa" not in out  # the plugin below is not installed yet
 
     out = _run([str(exe), "--cfg", "job", "task=express", "policy=fbe"],
