@@ -174,6 +174,8 @@ class WaitForAllLauncher(BaseSubmititLauncher):
 
         assert self.hydra_context is not None and self.config is not None
         cfg = self.hydra_context.config_loader.load_sweep_config(self.config, overrides)
+        if "run" not in cfg or "task" not in cfg:  # another Hydra app using this launcher
+            return
         with open_dict(cfg.hydra.job):
             cfg.hydra.job.num = num
         subdir = self._subdir(overrides, num)
