@@ -3,11 +3,14 @@
 Reading is versioned by content: :func:`read_records` returns complete
 :class:`~eqa_runner.types.EpisodeRecord` s, filling the fields that lines written by older
 versions lack with the defaults in :data:`RECORD_DEFAULTS` (docs/records.md), so no reader
-needs ``r.get(x) or {}`` guards.
+needs ``r.get(x) or {}`` guards. The defaults, the read-time check of each field's type
+(:data:`RECORD_TYPES`) and a new record (:func:`new_record`) all come from the one declaration
+of the fields, :class:`~eqa_runner.types.EpisodeRecord`.
 """
 
 from __future__ import annotations
 
+import copy
 import gc
 import json
 import logging
@@ -15,13 +18,15 @@ import math
 import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from types import UnionType
+from typing import Any, Union, cast, get_args, get_origin, get_type_hints, is_typeddict
 
 from eqa_runner.errors import RunDirError
 from eqa_runner.redact import redact
 from eqa_runner.safe_io import write_atomic
-from eqa_runner.types import EpisodeRecord, UsageInfo
+from eqa_runner.types import Episode, EpisodeRecord, RecordField
 
 log = logging.getLogger(__name__)
 
@@ -31,49 +36,73 @@ PROVENANCE_FILE = "provenance.json"  # what produced the records (eqa_runner.run
 LOCK_FILE = ".eqa_runner.lock"
 
 
-# What a field of an older line holds when it is missing (or null where a container belongs).
-RECORD_DEFAULTS: dict[str, Callable[[], Any]] = {
-    "status": lambda: "error",
-    "question": str,
-    "answer": str,
-    "category": str,
-    "subset": lambda: None,
-    "extra_answers": list,
-    "scene": str,
-    "prediction": lambda: None,
-    "judge_raw": lambda: None,
-    "judge_ok": lambda: False,
-    "metrics": dict,
-    "trace": dict,
-    "error": lambda: None,
-    "timings": dict,
-    "usage": dict,  # then every usage key is filled below
-}
-USAGE_DEFAULTS: dict[str, Any] = {
-    k: 0.0 if k == "cost_usd" else 0 for k in UsageInfo.__annotations__
-}
-_CONTAINERS = ("extra_answers", "metrics", "trace", "timings", "usage")
+def _fields(declared: Any = EpisodeRecord) -> dict[str, tuple[Any, RecordField]]:
+    """``name -> (static type, RecordField)`` of every :class:`EpisodeRecord` field, in order;
+    a field declared without its :class:`RecordField` stops the import."""
+    out = {}
+    for name, hint in get_type_hints(declared, include_extras=True).items():
+        meta = [m for m in getattr(hint, "__metadata__", ()) if isinstance(m, RecordField)]
+        if not meta:
+            raise TypeError(
+                f"{declared.__name__}.{name}: declare it as Annotated[<type>, RecordField(…)]"
+            )
+        out[name] = (get_args(hint)[0], meta[0])
+    return out
+
+
+def _json_types(hint: Any) -> tuple[type, ...]:
+    """The JSON types a static type admits (``str | None``: str, None; a TypedDict: dict)."""
+    if get_origin(hint) in (Union, UnionType):
+        return tuple(t for arg in get_args(hint) for t in _json_types(arg))
+    if is_typeddict(hint):
+        return (dict,)
+    return (get_origin(hint) or hint,)
+
+
+def _factory(value: Any) -> Callable[[], Any]:
+    """A new copy of a default (a list or object is never shared between records)."""
+    if isinstance(value, (list, dict)):
+        return partial(copy.copy, value) if value else type(value)
+    return lambda: value
+
+
+# Everything below comes from the one declaration, EpisodeRecord (eqa_runner/types.py).
+_FIELDS = _fields()
+RECORD_FIELDS: dict[str, RecordField] = {k: f for k, (_, f) in _FIELDS.items()}
+_NEW = {k: _factory(f.default) for k, f in RECORD_FIELDS.items()}
 # what every line ever written holds (DESIGN.md §3); a line without them is not a record (an
 # ok line also needs its ``metrics`` object: an "ok" without a score is not an ok record)
-REQUIRED_FIELDS = ("episode_id", "status")
+REQUIRED_FIELDS = tuple(k for k, f in RECORD_FIELDS.items() if f.required)
+STATUSES: tuple[str, ...] = get_args(_FIELDS["status"][0])
+# What a field of an older line holds when it is missing (or null where a container belongs).
+RECORD_DEFAULTS: dict[str, Callable[[], Any]] = {
+    k: new for k, new in _NEW.items() if not RECORD_FIELDS[k].required
+}
+# the type of every field a line may hold (checked on read; None is allowed where it is listed)
+RECORD_TYPES: dict[str, tuple[type, ...]] = {
+    k: tuple(dict.fromkeys(_json_types(t) + ((type(None),) if f.null != "refuse" else ())))
+    for k, (t, f) in _FIELDS.items()
+    if f.checked and not f.required
+}
+_CONTAINERS = tuple(k for k, f in RECORD_FIELDS.items() if f.null == "default")
+_MERGED = tuple(k for k, f in RECORD_FIELDS.items() if isinstance(f.default, dict) and f.default)
 QUARANTINE_SUFFIX = ".quarantine"
 
 
-# the type of every field a line may hold (checked on read; None is allowed where it is listed)
-RECORD_TYPES: dict[str, tuple[type, ...]] = {
-    "question": (str,),
-    "answer": (str, type(None)),
-    "category": (str, type(None)),
-    "prediction": (str, type(None)),
-    "judge_raw": (str, type(None)),
-    "judge_ok": (bool,),
-    "metrics": (dict, type(None)),
-    "trace": (dict, type(None)),
-    "error": (dict, type(None)),
-    "timings": (dict, type(None)),
-    "usage": (dict, type(None)),
-    "extra_answers": (list, type(None)),
-}
+def new_record(ep: Episode, subset: str | None) -> EpisodeRecord:
+    """The record of an episode not attempted yet: the episode's own fields, its subset, and
+    every other field's default (``status`` "error" until the judge has run)."""
+    rec = {
+        k: _copied(f.default, getattr(ep, k)) if f.from_episode else _NEW[k]()
+        for k, f in RECORD_FIELDS.items()
+    }
+    rec["subset"] = subset
+    return cast(EpisodeRecord, rec)
+
+
+def _copied(default: Any, value: Any) -> Any:
+    """An episode's value for a record (its own list, as ``list(ep.extra_answers)``)."""
+    return type(default)(value) if isinstance(default, (list, dict)) else value
 
 
 def incomplete_reason(obj: Any) -> str | None:
@@ -87,8 +116,8 @@ def incomplete_reason(obj: Any) -> str | None:
     missing = [k for k in REQUIRED_FIELDS if k not in obj]
     if missing:
         return f"incomplete record (no {', '.join(missing)})"
-    if obj["status"] not in ("ok", "error"):
-        return f"status {obj['status']!r} is not ok/error"
+    if obj["status"] not in STATUSES:
+        return f"status {obj['status']!r} is not {'/'.join(STATUSES)}"
     if not isinstance(obj["episode_id"], (str, int)) or isinstance(obj["episode_id"], bool):
         return "episode_id is not a string"
     for key, types in RECORD_TYPES.items():
@@ -120,7 +149,8 @@ def complete_record(raw: dict[str, Any]) -> EpisodeRecord:
     for key, default in RECORD_DEFAULTS.items():
         if key not in rec or (rec[key] is None and key in _CONTAINERS):
             rec[key] = default()
-    rec["usage"] = {**USAGE_DEFAULTS, **rec["usage"]}
+    for key in _MERGED:  # usage: completed counter by counter
+        rec[key] = {**RECORD_FIELDS[key].default, **rec[key]}
     return cast(EpisodeRecord, rec)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, TypedDict, cast
 
 
 @dataclass(frozen=True)
@@ -60,29 +60,65 @@ class UsageInfo(TypedDict):
     invalid_logprobs: int  # token log-probabilities dropped as invalid (not finite, or > 0)
 
 
-class EpisodeRecord(TypedDict):
-    """One line of ``episodes.jsonl`` (docs/records.md).
+@dataclass(frozen=True)
+class RecordField:
+    """How a line of ``episodes.jsonl`` holds one :class:`EpisodeRecord` field, beside its type.
 
-    Every field is always present in what :func:`eqa_runner.records.read_records` returns
-    (fields missing in lines written by older versions are filled with the documented defaults).
+    ``default``: what a line written by an older version that lacks the field gets (a list or
+    object is copied), and what a new record starts with. ``required``: a line without it is
+    not a record (its own check in :func:`eqa_runner.records.incomplete_reason`). ``null``:
+    what a JSON ``null`` there is when the type has no ``None`` — ``"refuse"`` (not a record),
+    ``"keep"`` (kept as null) or ``"default"`` (a list or object: its default). ``checked``:
+    whether the JSON type is checked on read. ``from_episode``: a new record copies the
+    :class:`Episode`'s attribute of that name.
     """
 
-    episode_id: str
-    status: Literal["ok", "error"]
-    question: str
-    answer: str
-    category: str
-    subset: str | None
-    extra_answers: list[str]
-    scene: str
-    prediction: str | None
-    judge_raw: str | None
-    judge_ok: bool
-    metrics: dict[str, float | None]
-    trace: dict[str, Any]
-    error: ErrorInfo | None
-    timings: dict[str, float]
-    usage: UsageInfo
+    default: Any = None
+    required: bool = False
+    null: Literal["refuse", "keep", "default"] = "refuse"
+    checked: bool = True
+    from_episode: bool = False
+
+
+# what an episode without model calls used (also the default of an older line's usage)
+USAGE_ZERO = cast(UsageInfo, {k: 0.0 if k == "cost_usd" else 0 for k in UsageInfo.__annotations__})
+_EP = RecordField("", from_episode=True)
+_NONE = RecordField(None)
+_OBJECT = RecordField({}, null="default")
+
+
+class EpisodeRecord(TypedDict):
+    """One line of ``episodes.jsonl`` (docs/records.md), declared once.
+
+    Each field's static type and, in ``Annotated``, its :class:`RecordField`: from these
+    :mod:`eqa_runner.records` derives the defaults that complete older lines, the read-time
+    check of each field's JSON type and a new record (:func:`eqa_runner.records.new_record`),
+    and tests/unit/test_record_fields.py checks docs/records.md against them. ``Annotated``
+    keeps one declaration that mypy still reads as a plain TypedDict (a dataclass or field
+    table would need a second, hand-written type for mypy, or lose the static keys).
+
+    Every field is always present in what :func:`eqa_runner.records.read_records` returns
+    (fields missing in lines written by older versions are filled with their defaults).
+    """
+
+    episode_id: Annotated[str, RecordField(required=True, from_episode=True)]
+    status: Annotated[Literal["ok", "error"], RecordField("error", required=True)]
+    question: Annotated[str, _EP]
+    answer: Annotated[str, RecordField("", null="keep", from_episode=True)]
+    category: Annotated[str, RecordField("", null="keep", from_episode=True)]
+    # subset and scene were never checked on read: a resume must not quarantine older lines
+    subset: Annotated[str | None, RecordField(None, checked=False)]
+    extra_answers: Annotated[list[str], RecordField([], null="default", from_episode=True)]
+    scene: Annotated[str, RecordField("", checked=False, from_episode=True)]
+    prediction: Annotated[str | None, _NONE]
+    judge_raw: Annotated[str | None, _NONE]
+    judge_ok: Annotated[bool, RecordField(False)]
+    metrics: Annotated[dict[str, float | None], _OBJECT]
+    trace: Annotated[dict[str, Any], _OBJECT]
+    error: Annotated[ErrorInfo | None, _NONE]
+    timings: Annotated[dict[str, float], _OBJECT]
+    # an older line's usage is completed counter by counter (its default's keys)
+    usage: Annotated[UsageInfo, RecordField(USAGE_ZERO, null="default")]
 
 
 class RejudgedRecord(EpisodeRecord, total=False):

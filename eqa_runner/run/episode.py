@@ -10,9 +10,9 @@ import traceback
 
 import numpy as np
 
-from eqa_runner.llm import Usage, track_usage
+from eqa_runner.llm import track_usage
 from eqa_runner.policies.context import EpisodeContext
-from eqa_runner.records import artifact_name
+from eqa_runner.records import artifact_name, new_record
 from eqa_runner.run.context import RunContext
 from eqa_runner.run.maps import draw_episode_maps
 from eqa_runner.timing import OFF, PartTimes
@@ -23,28 +23,6 @@ log = logging.getLogger(__name__)
 
 def episode_seed(run_seed: int, episode_id: str) -> int:
     return int(hashlib.sha256(f"{run_seed}:{episode_id}".encode()).hexdigest()[:8], 16)
-
-
-def new_record(ep: Episode, subset: str | None) -> EpisodeRecord:
-    """The record of an episode not attempted yet (an error until the judge has run)."""
-    return {
-        "episode_id": ep.episode_id,
-        "status": "error",
-        "question": ep.question,
-        "answer": ep.answer,
-        "category": ep.category,
-        "subset": subset,
-        "extra_answers": list(ep.extra_answers),
-        "scene": ep.scene,
-        "prediction": None,
-        "judge_raw": None,
-        "judge_ok": False,
-        "metrics": {},
-        "trace": {},
-        "error": None,
-        "timings": {},
-        "usage": Usage().as_dict(),  # replaced by the episode's usage when it ends
-    }
 
 
 def error_info(exc: BaseException, stage: str) -> ErrorInfo:

@@ -217,10 +217,10 @@ def test_run_lock_error_type(tmp_path: Path) -> None:
 
 
 def test_older_lines_are_completed_with_documented_defaults(tmp_path: Path) -> None:
-    from eqa_runner.records import RECORD_DEFAULTS
+    from eqa_runner.records import RECORD_DEFAULTS, REQUIRED_FIELDS
     from eqa_runner.types import EpisodeRecord
 
-    assert set(RECORD_DEFAULTS) | {"episode_id"} == EpisodeRecord.__required_keys__
+    assert set(RECORD_DEFAULTS) | set(REQUIRED_FIELDS) == EpisodeRecord.__required_keys__
     path = tmp_path / EPISODES_FILE
     old = {"episode_id": 7, "status": "ok", "metrics": {"llm_match": 1.0}, "usage": {"calls": 2}}
     path.write_text(json.dumps(old) + "\n" + json.dumps(rec("b", trace=None)) + "\n")
