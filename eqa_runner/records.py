@@ -272,8 +272,13 @@ def quarantine_bad_lines(path: Path) -> int:
     os.replace(tmp, path)
     log.warning(
         "%s: moved %d line(s) that are not complete records to %s%s (line %s: %s)",
-        path, len(bad), path.name, QUARANTINE_SUFFIX, bad[0][0], bad[0][1],
-    )  # fmt: skip
+        path,
+        len(bad),
+        path.name,
+        QUARANTINE_SUFFIX,
+        bad[0][0],
+        bad[0][1],
+    )
     return len(bad)
 
 
@@ -334,8 +339,9 @@ def iter_records(path: Path) -> Iterator[EpisodeRecord]:
             if not raw.strip():
                 continue
             if bad_json is not None:
-                log.warning("%s: line %d is not JSON; skipped (quarantined on resume)", path,
-                            bad_json + 1)  # fmt: skip
+                log.warning(
+                    "%s: line %d is not JSON; skipped (quarantined on resume)", path, bad_json + 1
+                )
                 bad_json = None
             try:
                 rec = json.loads(raw)
