@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import pkgutil
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -32,6 +32,7 @@ from eqa_runner.errors import ConfigError
 
 ENTRY_POINT_GROUP = "eqa_runner.benchmarks"
 BUILTIN_PACKAGE = "eqa_runner.benchmarks"
+CONF_DIR = Path(__file__).resolve().parent / "conf"  # eqa_runner's own config tree
 
 
 @dataclass(frozen=True)
@@ -127,8 +128,8 @@ def plugins() -> tuple[Plugin, ...]:
     """The component plugins of installed packages (entry points), by name."""
     found: dict[str, Plugin] = {}
     for plugin in _load_entry_points(PLUGIN_ENTRY_POINT_GROUP, Plugin):
-        taken = [f"benchmark {b.name} ({b.task})" for b in benchmarks()
-                 if plugin.name in (b.name, b.cli_name)]  # fmt: skip
+        clash = [b for b in benchmarks() if plugin.name in (b.name, b.cli_name)]
+        taken = [f"benchmark {b.name} ({b.task})" for b in clash]
         if plugin.name in found or plugin.name == "eqa_runner":
             taken.append("another plugin" if plugin.name in found else "eqa_runner itself")
         if taken:
@@ -197,12 +198,25 @@ def current_target(path: str) -> str:
     return path
 
 
+def extensions() -> tuple[Benchmark | Plugin, ...]:
+    """Every benchmark, then every plugin: what adds schema nodes and config dirs."""
+    return (*benchmarks(), *plugins())
+
+
+def schema_nodes() -> Iterator[tuple[Benchmark | Plugin, str, Mapping[str, type]]]:
+    """(extension, group, its schema nodes there) of every benchmark and plugin, in order: the
+    one walk behind :func:`schemas` and ``run.configstore.schemas()``."""
+    for ext in extensions():
+        for group, nodes in ext.schemas.items():
+            yield ext, group, nodes
+
+
 def schemas(group: str) -> dict[str, type]:
     """The schema nodes of a config group contributed by every benchmark and plugin."""
     out: dict[str, type] = {}
-    parts: list[Benchmark | Plugin] = [*benchmarks(), *plugins()]
-    for b in parts:
-        out.update(b.schemas.get(group, {}))
+    for _, g, nodes in schema_nodes():
+        if g == group:
+            out.update(nodes)
     return out
 
 
@@ -210,8 +224,7 @@ def config_dirs() -> list[tuple[str, str]]:
     """(name, Hydra config dir) of every benchmark and plugin that ships its own config groups;
     Hydra's search path gets them after eqa_runner's own tree
     (``hydra_plugins/eqa_runner_plugins``)."""
-    dirs = [(b.name, b.conf_dir) for b in benchmarks() if b.conf_dir]
-    return dirs + [(p.name, p.conf_dir) for p in plugins()]
+    return [(e.name, e.conf_dir) for e in extensions() if e.conf_dir]
 
 
 def config_paths() -> list[Path]:
@@ -242,39 +255,37 @@ def plugin_conflicts(nodes: Mapping[str, Mapping[str, type]] | None = None) -> l
     outside = third_party()
     owner: dict[str, str] = {}
     labels: dict[tuple[str, str], tuple[str, str]] = {}  # (group, name) -> (owner, option file)
-    sources = [("eqa_runner", Path(__file__).resolve().parent / "conf"), *named_config_paths()]
     out = []
-    for name, root in sources:
-        for f in sorted(root.glob("*/**/*.yaml")):
-            rel = f.relative_to(root).as_posix()
-            group = rel.rpartition("/")[0]
-            if rel in owner and name in outside and owner[rel] != name:
-                out.append(
-                    f"{outside.get(name)} {name}: its option file {rel} ({f}) shadows "
-                    f"{owner[rel]}'s; rename it in the plugin (a plugin adds options, it never "
-                    "replaces one)"
-                )
-            known = (nodes or {}).get(group) or schemas(group)
-            label = component_name(f, known) if name in outside else None
-            prev = labels.get((group, label or ""))
-            if label and prev and prev[0] != name:
-                out.append(
-                    f"{outside.get(name)} {name}: its option {rel} ({f}) names its component "
-                    f"{label}, the name of {prev[0]}'s {prev[1]}: its results would be labelled "
-                    "as that one's; "
-                    f"set name: {f.stem} in it"
-                )
-            owner.setdefault(rel, name)
-            for n in {f.stem, label} - {None}:
-                labels.setdefault((group, str(n)), (name, rel))
+    for name, root, f in walk_options():
+        rel = f.relative_to(root).as_posix()
+        group = rel.rpartition("/")[0]
+        if rel in owner and name in outside and owner[rel] != name:
+            out.append(
+                f"{outside.get(name)} {name}: its option file {rel} ({f}) shadows "
+                f"{owner[rel]}'s; rename it in the plugin (a plugin adds options, it never "
+                "replaces one)"
+            )
+        known = (nodes or {}).get(group) or schemas(group)
+        label = component_name(f, known) if name in outside else None
+        prev = labels.get((group, label or ""))
+        if label and prev and prev[0] != name:
+            out.append(
+                f"{outside.get(name)} {name}: its option {rel} ({f}) names its component "
+                f"{label}, the name of {prev[0]}'s {prev[1]}: its results would be labelled "
+                f"as that one's; set name: {f.stem} in it"
+            )
+        owner.setdefault(rel, name)
+        for n in {f.stem, label} - {None}:
+            labels.setdefault((group, str(n)), (name, rel))
     return out
 
 
 def third_party() -> dict[str, str]:
     """``name -> "plugin" / "benchmark"`` of every installed package's extension (entry points):
     what may add schema nodes, options and names, never replace one."""
-    out = {b.name: "benchmark" for b in benchmarks()
-           if not b.task.startswith(f"{BUILTIN_PACKAGE}.")}  # fmt: skip
+    out = {
+        b.name: "benchmark" for b in benchmarks() if not b.task.startswith(f"{BUILTIN_PACKAGE}.")
+    }
     out.update({p.name: "plugin" for p in plugins()})
     return out
 
@@ -301,8 +312,23 @@ def component_name(option_file: Path, nodes: Mapping[str, type]) -> str | None:
     return None
 
 
-def option_files(group: str) -> list[Path]:
+def walk_options(
+    group: str | None = None, *, builtin_only: bool = False
+) -> Iterator[tuple[str, Path, Path]]:
+    """(owner, config tree, option file) of every option file: of one ``group`` (its
+    ``*.yaml``), or of every group at any depth (``hydra/launcher/*.yaml``); eqa_runner's own
+    ``conf/`` first, then every benchmark's and plugin's config dir (:func:`config_dirs`),
+    sorted within each. ``builtin_only``: without installed packages' (:func:`third_party`).
+    The one walk behind :func:`option_files`, :func:`plugin_conflicts` and the tests."""
+    outside = third_party() if builtin_only else {}
+    for owner, root in [("eqa_runner", CONF_DIR), *named_config_paths()]:
+        if owner not in outside:
+            files = (root / group).glob("*.yaml") if group else root.glob("*/**/*.yaml")
+            yield from ((owner, root, f) for f in sorted(files))
+
+
+def option_files(group: str, *, builtin_only: bool = False) -> list[Path]:
     """The option files of a config group (``policy`` → ``…/policy/*.yaml``): eqa_runner's own
-    ``conf/`` and every benchmark's and plugin's config dir, in that order."""
-    dirs = [Path(__file__).resolve().parent / "conf", *config_paths()]
-    return [f for d in dirs for f in sorted((d / group).glob("*.yaml"))]
+    ``conf/`` and every benchmark's and plugin's config dir, in that order
+    (:func:`walk_options`)."""
+    return [f for _, _, f in walk_options(group, builtin_only=builtin_only)]

@@ -15,20 +15,14 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "eqa_runner" / "conf"
-# the shared options' tree and each built-in benchmark's own (eqa_runner/benchmarks/<name>/conf/)
-BUILTIN_CONFS = [CONF, *sorted((ROOT / "eqa_runner" / "benchmarks").glob("*/conf"))]
-
-
-def option_files(group: str) -> list[Path]:
-    """The YAML options of a config group in eqa_runner and its built-in benchmarks, by name."""
-    return sorted(
-        (p for d in BUILTIN_CONFS for p in (d / group).glob("*.yaml")), key=lambda p: p.stem
-    )
 
 
 def option_names(group: str) -> list[str]:
-    """The option names of a config group in eqa_runner and its built-in benchmarks."""
-    return [p.stem for p in option_files(group)]
+    """The option names of a config group in eqa_runner and its built-in benchmarks (the
+    package's one walk, :func:`eqa_runner.registry.option_files`, without installed plugins)."""
+    from eqa_runner.registry import option_files
+
+    return sorted(p.stem for p in option_files(group, builtin_only=True))
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from eqa_runner.errors import ConfigError, UserError
 from eqa_runner.llm.config import LLMConfig
 from eqa_runner.policies.config import SCHEMAS as POLICY_SCHEMAS
-from eqa_runner.registry import Benchmark, Plugin, benchmarks, plugins, third_party
+from eqa_runner.registry import schema_nodes, third_party
 from eqa_runner.run.config import RunConfig
 from eqa_runner.run.screen import screen_config
 from eqa_runner.sim.config import SCHEMAS as SIM_SCHEMAS
@@ -35,19 +35,17 @@ def schemas() -> dict[str, dict[str, type]]:
     """Every group's schema nodes: the shared ones, every benchmark's and every plugin's."""
     out = {group: dict(nodes) for group, nodes in SCHEMAS.items()}
     owner = {(g, n): "eqa_runner" for g, nodes in SCHEMAS.items() for n in nodes}
-    parts: list[Benchmark | Plugin] = [*benchmarks(), *plugins()]
     outside = third_party()  # an installed package's plugin or benchmark
-    for ext in parts:
-        for group, nodes in ext.schemas.items():
-            for name, node in nodes.items():
-                first = owner.setdefault((group, name), ext.name)
-                if ext.name in outside and first != ext.name and out[group][name] is not node:
-                    raise ConfigError(
-                        f"{outside[ext.name]} {ext.name}: its schema node {group}/{name} "
-                        f"shadows {first}'s; rename it in the plugin (a plugin adds schemas, it "
-                        "never replaces one)"
-                    )
-            out.setdefault(group, {}).update(nodes)
+    for ext, group, nodes in schema_nodes():
+        for name, node in nodes.items():
+            first = owner.setdefault((group, name), ext.name)
+            if ext.name in outside and first != ext.name and out[group][name] is not node:
+                raise ConfigError(
+                    f"{outside[ext.name]} {ext.name}: its schema node {group}/{name} "
+                    f"shadows {first}'s; rename it in the plugin (a plugin adds schemas, it "
+                    "never replaces one)"
+                )
+        out.setdefault(group, {}).update(nodes)
     return out
 
 

@@ -12,9 +12,10 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
+from eqa_runner.registry import option_files
 from eqa_runner.run.configstore import schemas
 from eqa_runner.schema import check_config
-from tests.conftest import CONF, option_files
+from tests.conftest import CONF
 
 SCHEMAS = schemas()
 
@@ -22,7 +23,7 @@ GROUPS = ("task", "policy", "judge", "llm", "sim")
 
 
 def _options(group: str) -> list[Path]:
-    return option_files(group)
+    return option_files(group, builtin_only=True)
 
 
 def _schema_of(group: str, raw: dict[str, Any]) -> type:
