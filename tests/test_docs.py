@@ -162,14 +162,16 @@ def _paths(node: object, prefix: str = "") -> Iterator[str]:
 
 
 def _options(group: str) -> list[str]:
-    """A group's options in eqa_runner's tree and in the installed plugins' config dirs."""
-    from eqa_runner.registry import config_paths
+    """A group's options in eqa_runner's tree and in the installed plugins' config dirs, at any
+    depth (the package's walk, :func:`eqa_runner.registry.walk_options`)."""
+    from eqa_runner.registry import walk_options
 
-    dirs = (CONF, *config_paths())
     found = {
-        p.relative_to(d / group).with_suffix("") for d in dirs for p in (d / group).rglob("*.yaml")
+        f.relative_to(root / group).with_suffix("").as_posix()
+        for _, root, f in walk_options()
+        if root / group in f.parents
     }
-    return sorted(p.as_posix() for p in found)
+    return sorted(found)
 
 
 @cache
