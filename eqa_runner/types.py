@@ -82,7 +82,6 @@ class RecordField:
 
 # what an episode without model calls used (also the default of an older line's usage)
 USAGE_ZERO = cast(UsageInfo, {k: 0.0 if k == "cost_usd" else 0 for k in UsageInfo.__annotations__})
-_EP = RecordField("", from_episode=True)
 _NONE = RecordField(None)
 _OBJECT = RecordField({}, null="default")
 
@@ -103,7 +102,8 @@ class EpisodeRecord(TypedDict):
 
     episode_id: Annotated[str, RecordField(required=True, from_episode=True)]
     status: Annotated[Literal["ok", "error"], RecordField("error", required=True)]
-    question: Annotated[str, _EP]
+    question: Annotated[str, RecordField("", from_episode=True)]
+    # a null answer or category has been read (and kept) since records were first checked
     answer: Annotated[str, RecordField("", null="keep", from_episode=True)]
     category: Annotated[str, RecordField("", null="keep", from_episode=True)]
     # subset and scene were never checked on read: a resume must not quarantine older lines
