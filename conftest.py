@@ -64,7 +64,7 @@ def _warm_git_state() -> None:
     """Read the checkout's git state into its cache, outside any test (a test that clears the
     cache to test ``git_state`` itself must not make the next test start git)."""
     try:
-        from eqa_runner.run.summary import git_state
+        from eqa_runner.run.stamp import git_state
     except ImportError:  # a checkout without the package installed: nothing to warm
         return
     git_state()  # lru_cache: a cache hit unless a test cleared it

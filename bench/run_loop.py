@@ -21,7 +21,7 @@ the client's does. Same-run baselines with ``--baselines``: the adaptive run wit
 
 ``--server-cpu`` / ``--runner-cpu`` pin the test server's process and this one to a core each,
 so that their threads do not compete for one. ``--slow-start-step`` (experiments) sets the
-limit's growth per success during the slow start (the client's ``ADAPTIVE_SLOW_START_STEP``).
+limit's growth per success during the slow start (``ADAPTIVE_SLOW_START_STEP``).
 The models default to the shipped judge's pinned snapshot (``openai/gpt-4o-2024-08-06``) for
 both roles, served by the local test server through ``api_base``: litellm's cost map prices
 every call.
@@ -190,18 +190,16 @@ def slow_start_wall(episodes: int, workers: int, latency: float, grow: float | N
 
 def slow_start_growth() -> float:
     """The client's limit growth per successful call during slow start."""
-    from eqa_runner.llm import client
+    from eqa_runner.llm import transport
 
-    return float(getattr(client, "ADAPTIVE_SLOW_START_STEP", 1.0))
+    return float(transport.ADAPTIVE["slow_start_step"])
 
 
 def set_slow_start_step(step: float) -> None:
     """Experiments: the client's slow-start step (1 doubles the limit per round, 2 triples)."""
-    from eqa_runner.llm import client
+    from eqa_runner.llm import transport
 
-    if not hasattr(client, "ADAPTIVE_SLOW_START_STEP"):
-        raise SystemExit("--slow-start-step: this checkout's client has no such setting")
-    client.ADAPTIVE_SLOW_START_STEP = step
+    transport.ADAPTIVE["slow_start_step"] = step
 
 
 def measure(args: argparse.Namespace, url: str, data: Path, tmp: Path) -> list[dict]:

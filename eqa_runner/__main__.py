@@ -127,8 +127,11 @@ def main() -> None:
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
     except KeyboardInterrupt:  # a Ctrl-C before the run loop took over signals
-        print("\n[eqa_runner] interrupted before any episode ran; nothing to resume",
-              file=sys.stderr, flush=True)  # fmt: skip
+        print(
+            "\n[eqa_runner] interrupted before any episode ran; nothing to resume",
+            file=sys.stderr,
+            flush=True,
+        )
         code = 130
     except Exception as e:
         line = config_error_line(e) or environment_error_line(e)
@@ -173,9 +176,11 @@ def config_error_line(exc: BaseException) -> str | None:
         what = (cause.msg or str(cause)).strip().splitlines()[0]
         if isinstance(cause, (ConfigKeyError, ConfigAttributeError)):  # not in the schema
             name = key.rsplit(".", 1)[-1]
-            known = [f.name for f in fields(cause.object_type)] if is_dataclass(
-                cause.object_type
-            ) else []  # fmt: skip
+            known = (
+                [f.name for f in fields(cause.object_type)]
+                if is_dataclass(cause.object_type)
+                else []
+            )
             close = difflib.get_close_matches(name, known, n=1)
             hint = f"; did you mean {key[: -len(name)]}{close[0]}?" if close else ""
             return f"{in_file}{key}: unknown key{hint} (`--cfg job` lists the keys)"

@@ -50,10 +50,31 @@ KEY_SHAPE_TABLE: tuple[tuple[str, str], ...] = (
 )
 #: name parts that say "this holds a secret" (whole parts, after splitting on _ - . and case)
 SECRET_NAME_PARTS = frozenset(
-    {"token", "secret", "password", "passwd", "passphrase", "authorization", "credential",
-     "credentials", "apikey", "bearer", "auth", "sas", "signature", "privatekey", "accesskey",
-     "cookie", "cookies", "jwt", "sessionid", "sessid", "jsessionid", "phpsessid"}
-)  # fmt: skip
+    {
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "passphrase",
+        "authorization",
+        "credential",
+        "credentials",
+        "apikey",
+        "bearer",
+        "auth",
+        "sas",
+        "signature",
+        "privatekey",
+        "accesskey",
+        "cookie",
+        "cookies",
+        "jwt",
+        "sessionid",
+        "sessid",
+        "jsessionid",
+        "phpsessid",
+    }
+)
 #: name suffixes that say the same inside one part (``accessToken``, ``dbpassword``)
 SECRET_NAME_SUFFIXES = ("token", "secret", "password", "apikey")
 #: a name whose LAST part is one of these holds a secret (``X-Session``, ``Session``)
@@ -63,14 +84,50 @@ SECRET_LAST_PARTS = frozenset({"session"})
 SECRET_PAIR_NAMES = frozenset({"pwd", "pass", "jwt"})
 #: URL query names that carry credentials (besides the two sets above)
 SECRET_QUERY_NAMES = frozenset(
-    {"key", "code", "auth", "sig", "signature", "token", "apikey", "subscription-key", "secret",
-     "password", "access_token", "client_secret", "pwd", "pass", "jwt", "session"}
-)  # fmt: skip
+    {
+        "key",
+        "code",
+        "auth",
+        "sig",
+        "signature",
+        "token",
+        "apikey",
+        "subscription-key",
+        "secret",
+        "password",
+        "access_token",
+        "client_secret",
+        "pwd",
+        "pass",
+        "jwt",
+        "session",
+    }
+)
 #: ``<x>_key`` is a credential unless <x> says it is a lookup key
 ORDINARY_KEY_PREFIXES = frozenset(
-    {"sort", "cache", "primary", "group", "lookup", "hash", "partition", "index", "dict", "join",
-     "metric", "score", "config", "cfg", "result", "exclude", "include", "map", "foreign", "id"}
-)  # fmt: skip
+    {
+        "sort",
+        "cache",
+        "primary",
+        "group",
+        "lookup",
+        "hash",
+        "partition",
+        "index",
+        "dict",
+        "join",
+        "metric",
+        "score",
+        "config",
+        "cfg",
+        "result",
+        "exclude",
+        "include",
+        "map",
+        "foreign",
+        "id",
+    }
+)
 #: a name ending in these parts holds *where* a secret is, not the secret itself
 POINTER_SUFFIXES = ("env", "var", "file", "path", "dir", "name", "names", "url", "header")
 

@@ -30,8 +30,16 @@ from eqa_runner.scoring.base import Judge
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, RejudgedRecord
 
 # what a rejudge may change: the judge, and plumbing (never the predictions' config)
-REJUDGE_KEYS = ("judge.", "run.workers", "run.cache", "run.cache_dir", "run.bootstrap_samples",
-                "prompts.dir", "run.max_cost_usd", "run.allow_unpriced")  # fmt: skip
+REJUDGE_KEYS = (
+    "judge.",
+    "run.workers",
+    "run.cache",
+    "run.cache_dir",
+    "run.bootstrap_samples",
+    "prompts.dir",
+    "run.max_cost_usd",
+    "run.allow_unpriced",
+)
 
 
 def recorded_config(run_dir: Path) -> DictConfig:
@@ -170,8 +178,15 @@ class RejudgeInterrupted(KeyboardInterrupt):
         out = self.run_dir / f"episodes.rejudged-{self.tag}.jsonl"
         src = final_index(self.run_dir / EPISODES_FILE)
         done = sum(1 for _, st in final_index(out).values() if st == "ok") if out.is_file() else 0
-        cmd = ["python", "-m", "eqa_runner.rejudge", str(self.run_dir), *overrides,
-               "--tag", self.tag]  # fmt: skip
+        cmd = [
+            "python",
+            "-m",
+            "eqa_runner.rejudge",
+            str(self.run_dir),
+            *overrides,
+            "--tag",
+            self.tag,
+        ]
         return (
             f"[eqa_runner] rejudge interrupted ({self.signame}): {done} of {len(src)} episodes "
             f"re-judged, kept in "
@@ -196,7 +211,7 @@ def check_writable_run_dir(run_dir: Path, tag: str) -> None:
                 e,
                 f"rejudge writes episodes.rejudged-{tag}.jsonl beside the records: "
                 f"copy the run (cp -r {run_dir} <writable dir>) and rejudge the copy",
-            )  # fmt: skip
+            )
         ) from None
 
 
@@ -381,8 +396,11 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(e.exit_code)
     except KeyboardInterrupt as e:  # before the run dir was locked: nothing written
         name = getattr(e, "signame", "SIGINT")
-        print(f"\n[eqa_runner] rejudge interrupted ({name}) before it started: nothing written",
-              file=sys.stderr, flush=True)  # fmt: skip
+        print(
+            f"\n[eqa_runner] rejudge interrupted ({name}) before it started: nothing written",
+            file=sys.stderr,
+            flush=True,
+        )
         sys.exit(RejudgeInterrupted(args.run_dir, "", name).exit_code)
     from eqa_runner.safe_io import refused_line
 

@@ -73,8 +73,10 @@ def refuse_links(d: Path | str, *, within: Path | str | None = None) -> None:
         chain += [p for p in d.parents if p.is_relative_to(within) and p != Path(within)]
     for p in chain:
         if p.is_symlink():
-            raise UnsafeWriteError(f"{p}: is a symbolic link; refusing to write through it: "
-                                   "remove the link or write elsewhere")  # fmt: skip
+            raise UnsafeWriteError(
+                f"{p}: is a symbolic link; refusing to write through it: "
+                "remove the link or write elsewhere"
+            )
     if d.is_dir() and not d.is_symlink():
         for entry in d.iterdir():
             if entry.is_symlink():
@@ -242,8 +244,15 @@ def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
     return types if isinstance(types, tuple) else (types,)
 
 
-_JSON_NAMES = {dict: "an object", list: "a list", str: "a string", int: "an integer",
-               float: "a number", bool: "true/false", type(None): "null"}  # fmt: skip
+_JSON_NAMES = {
+    dict: "an object",
+    list: "a list",
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "true/false",
+    type(None): "null",
+}
 
 
 def _json_name(t: type) -> str:

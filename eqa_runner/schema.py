@@ -120,8 +120,11 @@ def _problems(node: Any, path: str) -> list[tuple[bool, str]]:
         if f is None or not f.metadata or child is None:
             continue
         try:
-            value = OmegaConf.to_container(child, resolve=True) if isinstance(child, ListConfig) \
-                else node[key]  # fmt: skip
+            value = (
+                OmegaConf.to_container(child, resolve=True)
+                if isinstance(child, ListConfig)
+                else node[key]
+            )
         except OmegaConfBaseException:
             continue  # an interpolation only the job can resolve: checked where it is used
         if violates(value, f.metadata):

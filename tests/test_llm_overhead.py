@@ -128,14 +128,14 @@ def test_litellm_import_graph_is_frozen_out_of_garbage_collection():
 def test_package_versions_are_read_once_per_process(monkeypatch):
     from importlib import metadata
 
-    from eqa_runner.run import summary
+    from eqa_runner.run import stamp
 
-    summary._versions.cache_clear()
+    stamp._versions.cache_clear()
     reads = []
     real = metadata.version
     monkeypatch.setattr(metadata, "version", lambda pkg: reads.append(pkg) or real(pkg))
-    first = summary.versions()
+    first = stamp.versions()
     first["litellm"] = "edited by a caller"
-    again = summary.versions()
-    assert len(reads) == len(summary.PACKAGES), "read again for the second summary"
+    again = stamp.versions()
+    assert len(reads) == len(stamp.PACKAGES), "read again for the second summary"
     assert again["litellm"] != "edited by a caller" and again["python"]

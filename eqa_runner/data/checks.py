@@ -87,14 +87,20 @@ def find_scene(scenes_dir: Path, scene: str, suffixes: tuple[str, ...]) -> Path 
         return None
 
 
-SIMULATORS = {"mesh": "eqa_runner.sim.mesh.MeshSimulator",
-              "habitat": "eqa_runner.sim.habitat.HabitatSimulator"}  # fmt: skip
+SIMULATORS = {
+    "mesh": "eqa_runner.sim.mesh.MeshSimulator",
+    "habitat": "eqa_runner.sim.habitat.HabitatSimulator",
+}
 
 
 def add_sim_arg(p: Any) -> None:
     """``--sim mesh|habitat``: the backend whose scene files count (as the run's ``sim=``)."""
-    p.add_argument("--sim", choices=sorted(SIMULATORS), default="mesh",
-                   help="the backend whose scene files count (as the run's sim=)")  # fmt: skip
+    p.add_argument(
+        "--sim",
+        choices=sorted(SIMULATORS),
+        default="mesh",
+        help="the backend whose scene files count (as the run's sim=)",
+    )
 
 
 def check_scene_files(
@@ -121,8 +127,9 @@ def check_scene_files(
         st["questions"] += len(by_scene[scene])
         problem = None
         if presence is not None:
-            problem = next((presence[e.episode_id] for e in by_scene[scene]
-                            if e.episode_id in presence), None)  # fmt: skip
+            problem = next(
+                (presence[e.episode_id] for e in by_scene[scene] if e.episode_id in presence), None
+            )
         kind, lines = scene_status(scenes_dir, scene, presence is not None, problem)
         if kind == "present":
             st["present"] += 1

@@ -103,8 +103,7 @@ class AdaptiveLimit:
 
     def snapshot(self) -> dict[str, float]:
         """Current limit, peak in flight and outcome counts (for logs and benches)."""
-        return {"limit": round(self.limit, 2), "peak_in_flight": self.peak_in_flight,
-                **self.stats}  # fmt: skip
+        return {"limit": round(self.limit, 2), "peak_in_flight": self.peak_in_flight, **self.stats}
 
 
 _LIMITS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], AdaptiveLimit]]

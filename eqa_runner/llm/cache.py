@@ -56,8 +56,9 @@ class DiskCache:
         return data
 
     def _drop(self, path: Path, why: str) -> dict[str, Any] | None:
-        log.warning("model cache entry %s is corrupt (%s): dropped, the call is made again", path,
-                    why)  # fmt: skip
+        log.warning(
+            "model cache entry %s is corrupt (%s): dropped, the call is made again", path, why
+        )
         with contextlib.suppress(OSError):
             path.unlink()
         return None

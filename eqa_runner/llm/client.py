@@ -45,10 +45,7 @@ from eqa_runner.llm.messages import Message, message_images, message_text, wire_
 from eqa_runner.llm.offline import DEFAULT_OFFLINE_REPLY, is_offline, offline_completion
 from eqa_runner.llm.retries import RetryLoop
 from eqa_runner.llm.transport import (
-    ADAPTIVE_DECREASE,
-    ADAPTIVE_INCREASE,
-    ADAPTIVE_INITIAL,
-    ADAPTIVE_SLOW_START_STEP,
+    ADAPTIVE,
     PROVIDER_IMAGE_LIMITS,
     DirectCallError,
     FixedGate,
@@ -130,9 +127,7 @@ class LLMClient:
     def _gate(self) -> AdaptiveLimit | FixedGate:
         if self.cfg.concurrency == "fixed":
             return FixedGate(limiter(self.ceiling))
-        return limit_for(self.endpoint, self.cfg.model, self.ceiling, initial=ADAPTIVE_INITIAL,
-                         increase=ADAPTIVE_INCREASE, decrease=ADAPTIVE_DECREASE,
-                         slow_start=True, slow_start_step=ADAPTIVE_SLOW_START_STEP)  # fmt: skip
+        return limit_for(self.endpoint, self.cfg.model, self.ceiling, **ADAPTIVE)
 
     @property
     def model(self) -> str:
@@ -336,8 +331,14 @@ class LLMClient:
             from litellm.utils import get_optional_params
 
             model, provider, _, _ = load_litellm().get_llm_provider(self.cfg.model)
-            opt = dict(get_optional_params(model=model, custom_llm_provider=provider,
-                                           drop_params=self.cfg.drop_params, **params))  # fmt: skip
+            opt = dict(
+                get_optional_params(
+                    model=model,
+                    custom_llm_provider=provider,
+                    drop_params=self.cfg.drop_params,
+                    **params,
+                )
+            )
             extra = opt.pop("extra_body", None) or {}
             opt.pop("stream", None)
             self._wire_memo[key] = {**opt, **extra}
@@ -426,9 +427,10 @@ class LLMClient:
             return self._costs[key]
         try:
             p, c = load_litellm().cost_per_token(
-                model=self.cfg.model, prompt_tokens=prompt_tokens,
+                model=self.cfg.model,
+                prompt_tokens=prompt_tokens,
                 completion_tokens=completion_tokens,
-            )  # fmt: skip
+            )
         except Exception:  # noqa: BLE001 - not in the cost map
             self._unpriced = True
             return None

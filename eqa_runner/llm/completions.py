@@ -22,9 +22,13 @@ class LLMClient(Protocol):
 
 
 def direct_completion(
-    client: LLMClient, reply: dict[str, Any], params: dict[str, Any], retries: int,
-    latency: float, payload: int,
-) -> Completion:  # fmt: skip
+    client: LLMClient,
+    reply: dict[str, Any],
+    params: dict[str, Any],
+    retries: int,
+    latency: float,
+    payload: int,
+) -> Completion:
     """The Completion of a direct HTTP reply (OpenAI JSON)."""
     choice = reply["choices"][0]
     message = choice.get("message") or {}
@@ -51,9 +55,13 @@ def direct_completion(
 
 
 def litellm_completion(
-    client: LLMClient, resp: Any, params: dict[str, Any], retries: int, latency: float,
+    client: LLMClient,
+    resp: Any,
+    params: dict[str, Any],
+    retries: int,
+    latency: float,
     payload: int,
-) -> Completion:  # fmt: skip
+) -> Completion:
     """The Completion of a litellm response (its own price unless the config sets one)."""
     choice = resp.choices[0]
     text = (choice.message.content or "") if choice.message else ""

@@ -36,8 +36,11 @@ def prompt_logprob_params(k: int | None) -> dict[str, Any]:
     none."""
     if not k:
         return {}
-    body = {"prompt_logprobs": int(k), "continue_final_message": True,
-            "add_generation_prompt": False}  # fmt: skip
+    body = {
+        "prompt_logprobs": int(k),
+        "continue_final_message": True,
+        "add_generation_prompt": False,
+    }
     return {"max_tokens": 1, "extra_body": body}
 
 

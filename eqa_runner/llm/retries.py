@@ -78,8 +78,11 @@ class RetryLoop:
         if outcome == RATE_LIMITED and isinstance(gate, AdaptiveLimit):
             log.info(
                 "%s %s: rate limited; calls in flight limited to %.1f (peak %d)",
-                self.endpoint, self.cfg.model, gate.limit, gate.peak_in_flight,
-            )  # fmt: skip
+                self.endpoint,
+                self.cfg.model,
+                gate.limit,
+                gate.peak_in_flight,
+            )
         ok = exc.retryable if isinstance(exc, DirectCallError) else is_retryable(exc)
         if not ok or retries >= self.cfg.max_retries:
             account_failure(retries)

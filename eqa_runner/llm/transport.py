@@ -25,6 +25,14 @@ ADAPTIVE_DECREASE = 0.7
 ADAPTIVE_INCREASE = 0.25
 ADAPTIVE_INITIAL = 8  # then doubling per round (slow start) up to the ceiling until a 429
 ADAPTIVE_SLOW_START_STEP = 1.0  # limit + this per success in slow start: x2 per round
+#: the adaptive limit's settings as :func:`~eqa_runner.llm.adaptive.limit_for` takes them
+ADAPTIVE: dict[str, Any] = {
+    "initial": ADAPTIVE_INITIAL,
+    "increase": ADAPTIVE_INCREASE,
+    "decrease": ADAPTIVE_DECREASE,
+    "slow_start": True,
+    "slow_start_step": ADAPTIVE_SLOW_START_STEP,
+}
 
 # Per-provider request limits checked before sending: (max images, max bytes per image).
 PROVIDER_IMAGE_LIMITS: dict[str, tuple[int, int]] = {
@@ -149,8 +157,15 @@ def _ssl_context_for(cafile: str | None) -> Any:
 class DirectCallError(Exception):
     """A failed direct HTTP call: the status (None: no response) and whether to retry."""
 
-    def __init__(self, msg: str, *, status: int | None = None, headers: Any = None,
-                 retryable: bool = True, timeout: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self,
+        msg: str,
+        *,
+        status: int | None = None,
+        headers: Any = None,
+        retryable: bool = True,
+        timeout: bool = False,
+    ) -> None:
         super().__init__(msg)
         self.status_code = status
         self.litellm_response_headers = headers  # read by errors.retry_after_s
@@ -241,9 +256,13 @@ async def direct_post(
     proxy, proxy_auth = _proxy_for(url)
     try:
         async with session.post(
-            url, data=data, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout),
-            proxy=proxy, proxy_auth=proxy_auth,
-        ) as r:  # fmt: skip
+            url,
+            data=data,
+            headers=headers,
+            timeout=aiohttp.ClientTimeout(total=timeout),
+            proxy=proxy,
+            proxy_auth=proxy_auth,
+        ) as r:
             raw = await r.read()
             st, reply_headers = r.status, r.headers
     except asyncio.TimeoutError as e:
@@ -253,10 +272,12 @@ async def direct_post(
     if st >= 400:
         text = raw.decode("utf-8", "replace")
         raise DirectCallError(
-            f"HTTP {st}: {text}", status=st, headers=reply_headers,
-            retryable=st in (408, 409, 429) or st >= 500
-            and not ("credential" in text.lower() or "api key" in text.lower()),
-        )  # fmt: skip
+            f"HTTP {st}: {text}",
+            status=st,
+            headers=reply_headers,
+            retryable=st in (408, 409, 429)
+            or (st >= 500 and not ("credential" in text.lower() or "api key" in text.lower())),
+        )
     try:
         reply = json.loads(raw)
         reply["choices"][0]["message"]  # noqa: B018 - a reply without a message

@@ -30,10 +30,27 @@ from eqa_runner.mapping.lazy import ndimage
 
 # the 20 region names of Fine-EQA (upstream main.py), lettered A..T in this order
 REGION_NAMES: tuple[str, ...] = (
-    "bathroom", "bedroom", "dining room", "garage", "kitchen", "laundry room", "living room",
-    "office", "rec room", "study", "hallway", "entryway", "laboratory", "workout room",
-    "warehouse", "lounge", "balcony", "staircase", "cloakroom", "unknown",
-)  # fmt: skip
+    "bathroom",
+    "bedroom",
+    "dining room",
+    "garage",
+    "kitchen",
+    "laundry room",
+    "living room",
+    "office",
+    "rec room",
+    "study",
+    "hallway",
+    "entryway",
+    "laboratory",
+    "workout room",
+    "warehouse",
+    "lounge",
+    "balcony",
+    "staircase",
+    "cloakroom",
+    "unknown",
+)
 UNKNOWN = REGION_NAMES.index("unknown")
 REGION_PARSES = ("upstream", "lenient")
 
@@ -225,10 +242,14 @@ class RegionMap:
 
     def snapshot(self) -> list[dict[str, object]]:
         return [
-            {"region": REGION_NAMES[g.region], "count": g.count, "dir": g.dir,
-             "points": [list(p) for p in g.points]}
+            {
+                "region": REGION_NAMES[g.region],
+                "count": g.count,
+                "dir": g.dir,
+                "points": [list(p) for p in g.points],
+            }
             for g in self.goals
-        ]  # fmt: skip
+        ]
 
 
 def _zero_disc(a: np.ndarray, c: tuple[int, int], r: int) -> None:

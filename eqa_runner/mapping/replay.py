@@ -72,6 +72,14 @@ def save_replay(nav: NavigableMap, trace: Mapping[str, Any], artifacts_dir: Path
             images.append(_frame(im, base, xy, f"step {int(s['step']) + 1} of {taken}"))
     out = Path(artifacts_dir) / REPLAY_FILE
     buf = io.BytesIO()
-    images[0].save(buf, format="WEBP", save_all=True, append_images=images[1:],
-                   duration=FRAME_MS, loop=0, quality=70, method=0)  # fmt: skip
+    images[0].save(
+        buf,
+        format="WEBP",
+        save_all=True,
+        append_images=images[1:],
+        duration=FRAME_MS,
+        loop=0,
+        quality=70,
+        method=0,
+    )
     return write_atomic(out, buf.getvalue())

@@ -40,8 +40,16 @@ COLORS = {
     "goal_hop": (200, 0, 160),  # a goal-oriented hop (source "goe*", policy=fine_eqa)
 }
 # region discs (a trace's ``region_points``), one colour per region name in order of appearance
-REGION_COLORS = [(170, 210, 255), (180, 235, 170), (255, 215, 160), (230, 190, 240),
-                 (255, 190, 190), (200, 200, 140), (160, 225, 225), (220, 220, 220)]  # fmt: skip
+REGION_COLORS = [
+    (170, 210, 255),
+    (180, 235, 170),
+    (255, 215, 160),
+    (230, 190, 240),
+    (255, 190, 190),
+    (200, 200, 140),
+    (160, 225, 225),
+    (220, 220, 220),
+]
 # what each mark of a trajectory map means: (shape, colour, label), one legend in the HTML report
 LEGEND: tuple[tuple[str, tuple[int, int, int], str], ...] = (
     ("circle", COLORS["start"], "start"),
@@ -291,8 +299,11 @@ def time_color(t: float) -> tuple[int, int, int]:
     t = min(max(float(t), 0.0), 1.0) * (len(TIME_RAMP) - 1)
     k = min(int(t), len(TIME_RAMP) - 2)
     a, b, f = TIME_RAMP[k], TIME_RAMP[k + 1], t - k
-    return (round(a[0] + (b[0] - a[0]) * f), round(a[1] + (b[1] - a[1]) * f),
-            round(a[2] + (b[2] - a[2]) * f))  # fmt: skip
+    return (
+        round(a[0] + (b[0] - a[0]) * f),
+        round(a[1] + (b[1] - a[1]) * f),
+        round(a[2] + (b[2] - a[2]) * f),
+    )
 
 
 def _draw_regions(draw: ImageDraw.ImageDraw, tp: TracePoints, px: Pixel, px_per_m: float) -> None:
@@ -316,8 +327,13 @@ def _dashed(
         n = max(1, int(math.hypot(bx - ax, by - ay) / dash))
         for i in range(0, n, 2):
             t0, t1 = i / n, min(i + 1, n) / n
-            draw.line([(ax + (bx - ax) * t0, ay + (by - ay) * t0),
-                       (ax + (bx - ax) * t1, ay + (by - ay) * t1)], **kw)  # fmt: skip
+            draw.line(
+                [
+                    (ax + (bx - ax) * t0, ay + (by - ay) * t0),
+                    (ax + (bx - ax) * t1, ay + (by - ay) * t1),
+                ],
+                **kw,
+            )
 
 
 def _heading(draw: ImageDraw.ImageDraw, q: tuple[float, float], yaw: float, r: float) -> None:
@@ -367,8 +383,11 @@ def _draw_marks(
         if tp.goal_leg is not None and upto >= len(tp.path) - 1 and on_floor[-1]:
             _dashed(draw, [px(p) for p in tp.goal_leg], 3.0 * width, fill=COLORS["goal"], width=1)
         g, rr = px(tp.goal), r * 1.8
-        draw.polygon([(g[0], g[1] - rr), (g[0] + rr, g[1]), (g[0], g[1] + rr), (g[0] - rr, g[1])],
-                     fill=COLORS["goal"], outline=(255, 255, 255))  # fmt: skip
+        draw.polygon(
+            [(g[0], g[1] - rr), (g[0] + rr, g[1]), (g[0], g[1] + rr), (g[0] - rr, g[1])],
+            fill=COLORS["goal"],
+            outline=(255, 255, 255),
+        )
     k = min(upto, len(xy) - 1)
     if on_floor[k]:
         yaw = tp.headings[k - 1] if 0 < k <= len(tp.headings) else None
@@ -376,8 +395,11 @@ def _draw_marks(
             _heading(draw, xy[k], yaw, r * 1.4)
         else:
             h = r * 1.4
-            draw.rectangle([xy[k][0] - h, xy[k][1] - h, xy[k][0] + h, xy[k][1] + h],
-                           fill=COLORS["final"], outline=(255, 255, 255))  # fmt: skip
+            draw.rectangle(
+                [xy[k][0] - h, xy[k][1] - h, xy[k][0] + h, xy[k][1] + h],
+                fill=COLORS["final"],
+                outline=(255, 255, 255),
+            )
 
 
 def save_trajectory(nav: NavigableMap, trace: Mapping[str, Any], out: str | Path) -> Path:

@@ -87,12 +87,19 @@ def _judge_scores(
     specs = type(judge).declaration().marks()
     headline = next(iter(values))
     samples = int((config.get("run") or {}).get("bootstrap_samples", 1000))
-    head = interval_of(values[headline], clusters_of(recs), method=method, samples=samples,
-                       seed=seed)  # fmt: skip
+    head = interval_of(
+        values[headline], clusters_of(recs), method=method, samples=samples, seed=seed
+    )
     return JudgeScores(
-        name, jsonl.name, summary or {}, Scores(values, clusters_of(recs), recs), headline, head,
-        _marks(recs, specs), specs,
-    )  # fmt: skip
+        name,
+        jsonl.name,
+        summary or {},
+        Scores(values, clusters_of(recs), recs),
+        headline,
+        head,
+        _marks(recs, specs),
+        specs,
+    )
 
 
 def judge_runs(run: Run, *, method: str = "cluster", seed: int = 0) -> list[JudgeScores]:
@@ -103,8 +110,7 @@ def judge_runs(run: Run, *, method: str = "cluster", seed: int = 0) -> list[Judg
     if not (d / EPISODES_FILE).is_file():
         raise ReportError(f"{d}: no {EPISODES_FILE}")
     orig = (run.summary.get("models") or {}).get("judge") or "judge"
-    out = [_judge_scores(run, d / EPISODES_FILE, run.summary, f"{orig} (original)", method,
-                         seed)]  # fmt: skip
+    out = [_judge_scores(run, d / EPISODES_FILE, run.summary, f"{orig} (original)", method, seed)]
     for f in sorted(d.glob(f"{REJUDGED}*.jsonl")):
         tag = f.name[len(REJUDGED) : -len(".jsonl")]
         sfile = d / f"{SUMMARY_FILE.rsplit('.', 1)[0]}.rejudged-{tag}.json"
@@ -130,9 +136,15 @@ def judges_report(
             va, vb = a.scores.values.get(m, {}), b.scores.values.get(m, {})
             clusters = {**a.scores.clusters, **b.scores.clusters}
             agr = judge_agreement(
-                va, vb, clusters if method == "cluster" else None, marks=None, top=top,
-                method="auto" if method == "cluster" else "iid", samples=samples, seed=seed,
-            )  # fmt: skip
+                va,
+                vb,
+                clusters if method == "cluster" else None,
+                marks=None,
+                top=top,
+                method="auto" if method == "cluster" else "iid",
+                samples=samples,
+                seed=seed,
+            )
             kappas = {}
             for name, (_, marks) in a.mark_specs.items():
                 ma, mb = a.marks.get(name), b.marks.get(name)
@@ -162,13 +174,15 @@ def judges_tables(rep: JudgesReport) -> dict[str, pd.DataFrame]:
     per = []
     for j in rep.judges:
         c = j.summary.get("counts") or {}
-        per.append({
-            "judge": j.name,
-            "file": j.file,
-            j.headline: fmt_ci(j.head),
-            "n": j.head.get("n"),
-            "unparsable": c.get("judge_unparsable"),
-        })  # fmt: skip
+        per.append(
+            {
+                "judge": j.name,
+                "file": j.file,
+                j.headline: fmt_ci(j.head),
+                "n": j.head.get("n"),
+                "unparsable": c.get("judge_unparsable"),
+            }
+        )
     agree = []
     dis = []
     for p in rep.pairs:
@@ -192,10 +206,17 @@ def judges_tables(rep: JudgesReport) -> dict[str, pd.DataFrame]:
         for eid, a, b in g.largest:
             if a == b:
                 continue
-            dis.append({
-                "judge a": p.a, "judge b": p.b, "episode": eid, "a": a, "b": b,
-                "b − a": b - a, "question": rep.questions.get(eid, "")[:80],
-            })  # fmt: skip
+            dis.append(
+                {
+                    "judge a": p.a,
+                    "judge b": p.b,
+                    "episode": eid,
+                    "a": a,
+                    "b": b,
+                    "b − a": b - a,
+                    "question": rep.questions.get(eid, "")[:80],
+                }
+            )
     return {
         "judges": pd.DataFrame(per),
         "agreement": pd.DataFrame(agree),
@@ -218,9 +239,15 @@ class PowerReport:
 
 
 def power_report(
-    runs: list[Run], delta: float, *, metric: str | None = None, correlation: float = 0.5,
-    method: str = "cluster", alpha: float = 0.05, power: float = 0.8,
-) -> PowerReport:  # fmt: skip
+    runs: list[Run],
+    delta: float,
+    *,
+    metric: str | None = None,
+    correlation: float = 0.5,
+    method: str = "cluster",
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> PowerReport:
     """Episodes for a paired comparison to detect ``delta`` (in the metric's unit) at
     ``power``: from one run (σ_d from its SD and ``correlation``) or from two runs' observed
     per-episode differences; clustered (design effect from the run's ICC) unless ``iid``."""
@@ -244,15 +271,19 @@ def power_report(
         if len(scores) == 2 and scores[1]:
             clusters.update(scores[1].clusters)
     try:
-        pw = power_analysis(vals, delta, clusters, other=other, correlation=correlation,
-                            alpha=alpha, power=power)  # fmt: skip
+        pw = power_analysis(
+            vals, delta, clusters, other=other, correlation=correlation, alpha=alpha, power=power
+        )
     except ValueError as e:
         raise ReportError(f"--power: {e}") from None
     n_obs = len(vals) if other is None else len(set(vals) & set(other))
     return PowerReport(
-        metric, pw, n_obs, runs[1].label if other is not None else None,
+        metric,
+        pw,
+        n_obs,
+        runs[1].label if other is not None else None,
         None if other is not None else correlation,
-    )  # fmt: skip
+    )
 
 
 def power_text(rep: PowerReport, run_label: str) -> str:
@@ -270,6 +301,8 @@ def power_text(rep: PowerReport, run_label: str) -> str:
         f"  σ_d = {p.sd_diff:.2f} from {src}; {rep.n_observed} episodes observed",
     ]
     if p.icc is not None or p.cluster_size > 1:
-        lines.append(f"  clusters: ICC = {_f(p.icc, 3)}, mean cluster size m = "
-                     f"{p.cluster_size:.2f}, design effect {p.design_effect:.2f}")  # fmt: skip
+        lines.append(
+            f"  clusters: ICC = {_f(p.icc, 3)}, mean cluster size m = "
+            f"{p.cluster_size:.2f}, design effect {p.design_effect:.2f}"
+        )
     return "\n".join(lines)

@@ -21,6 +21,7 @@ import pandas as pd
 from eqa_runner.errors import ReportError, UserError, os_error_line
 from eqa_runner.records import gc_paused
 from eqa_runner.report.compare import (
+    Paired,
     compare_table,
     paired_csv,
     paired_differences,
@@ -111,7 +112,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--samples", type=int, default=1000, help="bootstrap samples for Δ")
     ap.add_argument("--seed", type=int, default=0, help="seed of Δ intervals and p-values")
-    return ap  # fmt: skip
+    return ap
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -165,8 +166,9 @@ def _upstream(args: argparse.Namespace) -> int:
             raise
         if code in (EXIT_COST_CAP, EXIT_SIGINT, EXIT_SIGTERM):  # its resume line is printed
             return code
-        print(f"imported run: {out}\ncompare: python -m eqa_runner.report <our run> {out} "
-              "--compare")  # fmt: skip
+        print(
+            f"imported run: {out}\ncompare: python -m eqa_runner.report <our run> {out} --compare"
+        )
         return 0
     if len(args.dirs) != 1:
         raise ReportError("--export takes one run directory")
@@ -180,8 +182,10 @@ def _upstream(args: argparse.Namespace) -> int:
         print(f"wrote: {p}")
     meta = json.loads(written[-1].read_text(encoding="utf-8"))
     if meta.get("error_records_left_out"):
-        print(f"note: {meta['error_records_left_out']} error record(s) left out (never scored "
-              "here; upstream's scorer treats them as missing predictions)")  # fmt: skip
+        print(
+            f"note: {meta['error_records_left_out']} error record(s) left out (never scored "
+            "here; upstream's scorer treats them as missing predictions)"
+        )
     print(f"score it upstream: {meta['upstream_command']}")
     return 0
 
@@ -207,25 +211,15 @@ def _report(args: argparse.Namespace) -> int:
     paired = None
     notes = [f"- {r.label}: {n}" for r in runs for n in r.notes]
     if args.compare:
-        method = args.interval or "cluster"
-        paired = paired_differences(runs, baseline, method=method, samples=args.samples,
-                                    seed=args.seed)  # fmt: skip
-        table = compare_table(runs, baseline, paired)
-        print(f"baseline: row {baseline} ({runs[baseline].label})\n")
-        print(to_markdown(table))
-        print(f"\npaired differences to the baseline ({_method_text(method)}; "
-              f"{args.samples} bootstrap samples, sign-flip p):\n")  # fmt: skip
-        print(to_markdown(paired_table(runs, paired)))
-        csv_df = pd.concat([table, runs_table(runs)[["run", "n"]], paired_csv(runs, paired)],
-                           axis=1)  # fmt: skip
-        notes += [f"- {n}" for n in paired.notes]
-        notes += [f"- warning: {w}" for w in stamp_warnings(runs, runs_differing_keys(runs))]
+        csv_df, paired = _print_comparison(args, runs, baseline, notes)
     else:
         csv_df = runs_table(runs)
         print(to_markdown(display_runs(csv_df, headline_metrics(runs))))
     methods = sorted({str((r.summary.get("intervals") or {}).get("method", "iid")) for r in runs})
-    notes.append(f"- run intervals: {' / '.join(_method_text(m) for m in methods)}"
-                 + (" (the runs differ: use --interval)" if len(methods) > 1 else ""))  # fmt: skip
+    notes.append(
+        f"- run intervals: {' / '.join(_method_text(m) for m in methods)}"
+        + (" (the runs differ: use --interval)" if len(methods) > 1 else "")
+    )
     print("\nnotes:\n" + "\n".join(notes))
     if args.by:
         print(f"\nby {args.by}:\n")
@@ -237,10 +231,37 @@ def _report(args: argparse.Namespace) -> int:
     if args.html:
         from eqa_runner.report.html import write_reports
 
-        for p in write_reports(runs, compare=args.compare, out=args.html_out, baseline=baseline,
-                               max_episodes=args.max_episodes, paired=paired):  # fmt: skip
+        for p in write_reports(
+            runs,
+            compare=args.compare,
+            out=args.html_out,
+            baseline=baseline,
+            max_episodes=args.max_episodes,
+            paired=paired,
+        ):
             print(f"html: {p}")
     return 0
+
+
+def _print_comparison(
+    args: argparse.Namespace, runs: list[Run], baseline: int, notes: list[str]
+) -> tuple[pd.DataFrame, Paired]:
+    """``--compare``: print the runs beside the baseline and their paired differences; return
+    the csv table and the differences, and add their notes and the stamp warnings to ``notes``."""
+    method = args.interval or "cluster"
+    paired = paired_differences(runs, baseline, method=method, samples=args.samples, seed=args.seed)
+    table = compare_table(runs, baseline, paired)
+    print(f"baseline: row {baseline} ({runs[baseline].label})\n")
+    print(to_markdown(table))
+    print(
+        f"\npaired differences to the baseline ({_method_text(method)}; "
+        f"{args.samples} bootstrap samples, sign-flip p):\n"
+    )
+    print(to_markdown(paired_table(runs, paired)))
+    csv_df = pd.concat([table, runs_table(runs)[["run", "n"]], paired_csv(runs, paired)], axis=1)
+    notes += [f"- {n}" for n in paired.notes]
+    notes += [f"- warning: {w}" for w in stamp_warnings(runs, runs_differing_keys(runs))]
+    return csv_df, paired
 
 
 def _method_text(method: str) -> str:
@@ -260,8 +281,10 @@ def _judges(args: argparse.Namespace, runs: list[Run]) -> int:
     tables = judges_tables(rep)
     print(f"judges of {runs[0].label} ({_method_text(method)}):\n")
     print(to_markdown(tables["judges"]))
-    print("\nagreement (per-episode scores on the episodes both judges scored; κ on the marks; "
-          "shift = paired mean difference b − a):\n")  # fmt: skip
+    print(
+        "\nagreement (per-episode scores on the episodes both judges scored; κ on the marks; "
+        "shift = paired mean difference b − a):\n"
+    )
     print(to_markdown(tables["agreement"]))
     if len(tables["disagreements"]):
         print("\nlargest disagreements:\n")
@@ -308,7 +331,12 @@ def _power(args: argparse.Namespace, runs: list[Run]) -> int:
     heads = decl.headline()
     spec = decl.get(args.metric) if args.metric else (heads[0] if heads else None)
     check_power_args(args, percent=spec is None or spec.scale == PERCENT)
-    rep = power_report(runs, args.delta, metric=args.metric, correlation=args.correlation,
-                       method=args.interval or "cluster")  # fmt: skip
+    rep = power_report(
+        runs,
+        args.delta,
+        metric=args.metric,
+        correlation=args.correlation,
+        method=args.interval or "cluster",
+    )
     print(power_text(rep, runs[0].label))
     return 0

@@ -151,14 +151,18 @@ def paired_differences(
         name = r.short or r.label
         tasks = (_task_of(runs[baseline]), _task_of(r))
         if None not in tasks and tasks[0] != tasks[1]:
-            notes.append(f"{name}: another task ({tasks[1]}) than the baseline's ({tasks[0]}): "
-                         "Δ not paired (the same episode id is another question) and the means "
-                         "are not comparable")  # fmt: skip
+            notes.append(
+                f"{name}: another task ({tasks[1]}) than the baseline's ({tasks[0]}): "
+                "Δ not paired (the same episode id is another question) and the means "
+                "are not comparable"
+            )
             continue
         if sc is None or base is None:
             who = r.label if sc is None else runs[baseline].label
-            notes.append(f"{name}: Δ is the difference of the means, not paired (no per-episode "
-                         f"scores for {who}: no records, or no judge in its config)")  # fmt: skip
+            notes.append(
+                f"{name}: Δ is the difference of the means, not paired (no per-episode "
+                f"scores for {who}: no records, or no judge in its config)"
+            )
             continue
         clusters = {**base.clusters, **sc.clusters}
         for m in metrics:
@@ -173,18 +177,22 @@ def paired_differences(
                 samples=samples,
                 seed=seed,
             )
-        if metrics and metrics[0] in row:
-            d = row[metrics[0]]
-            if d.only_a or d.only_b:
-                parts = []
-                if d.only_b:
-                    parts.append(f"{len(d.only_b)} scored only here ({_ids(d.only_b)})")
-                if d.only_a:
-                    parts.append(f"{len(d.only_a)} scored only by the baseline "
-                                 f"({_ids(d.only_a)})")  # fmt: skip
-                notes.append(f"{name}: Δ on the {d.n} episodes both runs scored; "
-                             + "; ".join(parts) + ": left out of every Δ")  # fmt: skip
+        if metrics and metrics[0] in row and (note := _left_out_note(name, row[metrics[0]])):
+            notes.append(note)
     return Paired(baseline, method, diffs, notes)
+
+
+def _left_out_note(name: str, d: PairedDiff) -> str | None:
+    """The note on the episodes only one of the two runs scored (None when there are none)."""
+    if not (d.only_a or d.only_b):
+        return None
+    parts = []
+    if d.only_b:
+        parts.append(f"{len(d.only_b)} scored only here ({_ids(d.only_b)})")
+    if d.only_a:
+        parts.append(f"{len(d.only_a)} scored only by the baseline ({_ids(d.only_a)})")
+    only = "; ".join(parts)
+    return f"{name}: Δ on the {d.n} episodes both runs scored; {only}: left out of every Δ"
 
 
 def digits_of(runs: list[Run], metric: str) -> int:
@@ -239,20 +247,25 @@ def paired_table(runs: list[Run], paired: Paired) -> pd.DataFrame:
     rows = []
     for r, diffs in zip(runs, paired.diffs, strict=True):
         for m, d in diffs.items():
-            rows.append({
-                "run": r.short or r.label,
-                "metric": m,
-                "Δ": fmt_delta(d, k := digits_of(runs, m)),
-                "95% CI": "-" if d.lo is None or d.hi is None
-                          else f"[{d.lo:+.{k}f}, {d.hi:+.{k}f}]",
-                "p": fmt_p(d.p_value),
-                "n": d.n,
-                "clusters": d.n_clusters if d.method == "cluster" else "-",
-                "only run": len(d.only_b),
-                "only baseline": len(d.only_a),
-            })  # fmt: skip
-    return pd.DataFrame(rows, columns=["run", "metric", "Δ", "95% CI", "p", "n", "clusters",
-                                       "only run", "only baseline"])  # fmt: skip
+            rows.append(
+                {
+                    "run": r.short or r.label,
+                    "metric": m,
+                    "Δ": fmt_delta(d, k := digits_of(runs, m)),
+                    "95% CI": "-"
+                    if d.lo is None or d.hi is None
+                    else f"[{d.lo:+.{k}f}, {d.hi:+.{k}f}]",
+                    "p": fmt_p(d.p_value),
+                    "n": d.n,
+                    "clusters": d.n_clusters if d.method == "cluster" else "-",
+                    "only run": len(d.only_b),
+                    "only baseline": len(d.only_a),
+                }
+            )
+    return pd.DataFrame(
+        rows,
+        columns=["run", "metric", "Δ", "95% CI", "p", "n", "clusters", "only run", "only baseline"],
+    )
 
 
 def paired_csv(runs: list[Run], paired: Paired) -> pd.DataFrame:
@@ -298,8 +311,9 @@ def stamp_warnings(runs: list[Run], compared: list[str], *, short: bool = False)
     names = [(r.short or r.label) if short else r.label for r in runs]
     missing = [n for n, s in zip(names, stamps, strict=True) if not s]
     if missing:
-        out.append(f"no reproducibility stamp (summary from an older version) in: "
-                   f"{', '.join(missing)}")  # fmt: skip
+        out.append(
+            f"no reproducibility stamp (summary from an older version) in: {', '.join(missing)}"
+        )
     have = [(r, s) for r, s in zip(runs, stamps, strict=True) if s]
     if len(have) < 2:
         return out
@@ -308,8 +322,9 @@ def stamp_warnings(runs: list[Run], compared: list[str], *, short: bool = False)
         keys = _STAMP_KEYS.get(field, ())
         if field == "seeds" and sub:
             keys = (*keys, sub)
-        return any(c == k or c.startswith(k + ".") or k.startswith(c + ".") for c in compared
-                   for k in keys)  # fmt: skip
+        return any(
+            c == k or c.startswith(k + ".") or k.startswith(c + ".") for c in compared for k in keys
+        )
 
     def show(field: str, sub: str | None = None) -> str:
         vals = []
@@ -336,6 +351,8 @@ def stamp_warnings(runs: list[Run], compared: list[str], *, short: bool = False)
                 out.append(f"runs differ in {field}.{sub} ({show(field, sub)})")
     fps = {_canon(s.get("config_fingerprint")) for _, s in have}
     if len(fps) > 1 and not compared:
-        out.append("runs have the same config keys but different config fingerprints "
-                   f"({show('config_fingerprint')})")  # fmt: skip
+        out.append(
+            "runs have the same config keys but different config fingerprints "
+            f"({show('config_fingerprint')})"
+        )
     return out

@@ -7,9 +7,10 @@ import base64
 import io
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from markupsafe import Markup, escape
 
@@ -77,27 +78,36 @@ def category_chart(
     import numpy as np
 
     per_run = [groups(r.summary, "category") for r in runs]
-    cats = sorted({c for g in per_run for c, ms in g.items()
-                   if (ms.get(metric) or {}).get("mean") is not None})  # fmt: skip
+    cats = sorted(
+        {
+            c
+            for g in per_run
+            for c, ms in g.items()
+            if (ms.get(metric) or {}).get("mean") is not None
+        }
+    )
     if not cats:
         return None
     width = 0.8 / max(1, len(runs))
     fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(cats) + 2), 3.6), dpi=100)
     x = np.arange(len(cats))
     for i, (r, by_cat) in enumerate(zip(runs, per_run, strict=False)):
-        means, lo, hi = [], [], []
-        for c in cats:
-            m = (by_cat.get(c) or {}).get(metric) or {}
-            mean = m.get("mean")
-            ci = m.get("ci95") or [None, None]
-            means.append(np.nan if mean is None else mean)
-            lo.append(0 if mean is None or ci[0] is None else mean - ci[0])
-            hi.append(0 if mean is None or ci[1] is None else ci[1] - mean)
-        bars = ax.bar(x + (i - (len(runs) - 1) / 2) * width, means, width, yerr=[lo, hi],
-                      capsize=3, label=(r.short or r.label)[:60])  # fmt: skip
+        means, lo, hi = _bar_values(by_cat, cats, metric)
+        bars = ax.bar(
+            x + (i - (len(runs) - 1) / 2) * width,
+            means,
+            width,
+            yerr=[lo, hi],
+            capsize=3,
+            label=(r.short or r.label)[:60],
+        )
         # each bar's mean as text: a bar at 0 (nobody right) still shows it has a value
-        ax.bar_label(bars, labels=["" if np.isnan(m) else f"{m:.{1 if percent else 2}f}"
-                                   for m in means], fontsize=7, padding=2)  # fmt: skip
+        ax.bar_label(
+            bars,
+            labels=["" if np.isnan(m) else f"{m:.{1 if percent else 2}f}" for m in means],
+            fontsize=7,
+            padding=2,
+        )
     ax.set_xticks(x, [c.replace(" ", "\n") for c in cats], fontsize=8)
     ax.set_ylabel(f"{metric} (95% CI{', lower is better' if lower_better else ''})")
     ax.set_ylim(0, 105 if percent else None)
@@ -109,6 +119,24 @@ def category_chart(
     fig.savefig(buf, format="png")
     plt.close(fig)
     return data_uri(buf.getvalue(), "image/png")
+
+
+def _bar_values(
+    by_cat: dict[str, Any], cats: list[str], metric: str
+) -> tuple[list[float], list[float], list[float]]:
+    """One run's bar heights per category (NaN where it has no value) and the error bars' lower
+    and upper lengths (0 where the interval is missing)."""
+    means: list[float] = []
+    lo: list[float] = []
+    hi: list[float] = []
+    for c in cats:
+        m = (by_cat.get(c) or {}).get(metric) or {}
+        mean = m.get("mean")
+        ci = m.get("ci95") or [None, None]
+        means.append(math.nan if mean is None else mean)
+        lo.append(0 if mean is None or ci[0] is None else mean - ci[0])
+        hi.append(0 if mean is None or ci[1] is None else ci[1] - mean)
+    return means, lo, hi
 
 
 # ----------------------------------------------------------------------------- inline SVG
@@ -163,42 +191,67 @@ def forest_svg(rows: Sequence[ForestRow], *, title: str, unit: str = "", digits:
     y0, y1 = top, top + rh * len(rows)
     for t in _ticks(lo, hi):
         out.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{y0}" y2="{y1}" stroke="#eee"/>')
-        out.append(f'<text x="{x(t):.1f}" y="{y1 + 16}" text-anchor="middle" fill="#555">'
-                   f"{_num(t)}</text>")  # fmt: skip
-    out.append(f'<line x1="{x(0):.1f}" x2="{x(0):.1f}" y1="{y0 - 4}" y2="{y1}" stroke="#888" '
-               'stroke-dasharray="4 3"/>')  # fmt: skip
-    out.append(f'<text x="{lw + pw / 2}" y="{y1 + 34}" text-anchor="middle" fill="#333">'
-               f"Δ {escape(unit)} (run − baseline), 95% interval</text>")  # fmt: skip
+        out.append(
+            f'<text x="{x(t):.1f}" y="{y1 + 16}" text-anchor="middle" fill="#555">{_num(t)}</text>'
+        )
+    out.append(
+        f'<line x1="{x(0):.1f}" x2="{x(0):.1f}" y1="{y0 - 4}" y2="{y1}" stroke="#888" '
+        'stroke-dasharray="4 3"/>'
+    )
+    out.append(
+        f'<text x="{lw + pw / 2}" y="{y1 + 34}" text-anchor="middle" fill="#333">'
+        f"Δ {escape(unit)} (run − baseline), 95% interval</text>"
+    )
     out.append(f'<text x="{lw + pw + 10}" y="{top - 8}" fill="#555">Δ [95% CI]  p  n</text>')
     for i, r in enumerate(rows):
-        cy = top + rh * i + rh / 2
-        sig = r.lo is not None and r.hi is not None and (r.lo > 0 or r.hi < 0)
-        sig = sig and r.p is not None and r.p < 0.05
-        color = "#1f4e9c" if sig else "#777"
-        label = r.label if len(r.label) <= MAX_LABEL else r.label[: MAX_LABEL - 1] + "…"
-        out.append(f'<text x="{lw - 10}" y="{cy + 4:.1f}" text-anchor="end">{escape(label)}'
-                   f"<title>{escape(r.label)}</title></text>")  # fmt: skip
-        if r.lo is not None and r.hi is not None:
-            out.append(f'<line x1="{x(r.lo):.1f}" x2="{x(r.hi):.1f}" y1="{cy:.1f}" '
-                       f'y2="{cy:.1f}" stroke="{color}" stroke-width="2"/>')  # fmt: skip
-            for v in (r.lo, r.hi):
-                out.append(f'<line x1="{x(v):.1f}" x2="{x(v):.1f}" y1="{cy - 5:.1f}" '
-                           f'y2="{cy + 5:.1f}" stroke="{color}" stroke-width="2"/>')  # fmt: skip
-        out.append(f'<rect x="{x(r.delta) - 5:.1f}" y="{cy - 5:.1f}" width="10" height="10" '
-                   f'fill="{color}"/>')  # fmt: skip
-        k = digits
-        ci = "" if r.lo is None or r.hi is None else f" [{r.lo:+.{k}f}, {r.hi:+.{k}f}]"
-        p = "=-" if r.p is None else ("<0.001" if r.p < 0.001 else f"={r.p:.3f}")
-        out.append(f'<text x="{lw + pw + 10}" y="{cy + 4:.1f}" fill="{color}">'
-                   f"{r.delta:+.{k}f}{ci}  p{p}  n={r.n}</text>")  # fmt: skip
+        out += _forest_row(r, top + rh * i + rh / 2, x, lw, pw, digits)
     out.append("</svg>")
     return Markup("\n".join(out))
 
 
+def _forest_row(
+    r: ForestRow, cy: float, x: Callable[[float], float], lw: int, pw: int, k: int
+) -> list[str]:
+    """One forest-plot row centred at ``cy``: its label left of ``lw``, the interval and the
+    square on the plot ``pw`` wide, and the numbers (``k`` digits) on the right."""
+    sig = r.lo is not None and r.hi is not None and (r.lo > 0 or r.hi < 0)
+    sig = sig and r.p is not None and r.p < 0.05
+    color = "#1f4e9c" if sig else "#777"
+    label = r.label if len(r.label) <= MAX_LABEL else r.label[: MAX_LABEL - 1] + "…"
+    out = [
+        f'<text x="{lw - 10}" y="{cy + 4:.1f}" text-anchor="end">{escape(label)}'
+        f"<title>{escape(r.label)}</title></text>"
+    ]
+    if r.lo is not None and r.hi is not None:
+        out.append(
+            f'<line x1="{x(r.lo):.1f}" x2="{x(r.hi):.1f}" y1="{cy:.1f}" '
+            f'y2="{cy:.1f}" stroke="{color}" stroke-width="2"/>'
+        )
+        for v in (r.lo, r.hi):
+            out.append(
+                f'<line x1="{x(v):.1f}" x2="{x(v):.1f}" y1="{cy - 5:.1f}" '
+                f'y2="{cy + 5:.1f}" stroke="{color}" stroke-width="2"/>'
+            )
+    out.append(
+        f'<rect x="{x(r.delta) - 5:.1f}" y="{cy - 5:.1f}" width="10" height="10" fill="{color}"/>'
+    )
+    ci = "" if r.lo is None or r.hi is None else f" [{r.lo:+.{k}f}, {r.hi:+.{k}f}]"
+    p = "=-" if r.p is None else ("<0.001" if r.p < 0.001 else f"={r.p:.3f}")
+    out.append(
+        f'<text x="{lw + pw + 10}" y="{cy + 4:.1f}" fill="{color}">'
+        f"{r.delta:+.{k}f}{ci}  p{p}  n={r.n}</text>"
+    )
+    return out
+
+
 def agreement_svg(
-    points: Sequence[tuple[float, float]], *, xlabel: str, ylabel: str, title: str,
+    points: Sequence[tuple[float, float]],
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str,
     size: int = 360,
-) -> Markup:  # fmt: skip
+) -> Markup:
     """Judge b's per-episode score against judge a's: one bubble per distinct (a, b) pair,
     its area proportional to the number of episodes (written inside), and the diagonal."""
     counts = Counter((float(a), float(b)) for a, b in points)
@@ -212,7 +265,6 @@ def agreement_svg(
     w, h = m + pw + 20, 30 + pw + m
     sx = lambda v: m + (v - lo) / (hi - lo) * pw  # noqa: E731
     sy = lambda v: 30 + pw - (v - lo) / (hi - lo) * pw  # noqa: E731
-    big = max(counts.values(), default=1)
     out = [
         f'<svg class="scatter" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
         f'viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12" role="img">',
@@ -221,27 +273,53 @@ def agreement_svg(
         f'<rect x="{m}" y="30" width="{pw}" height="{pw}" fill="none" stroke="#ccc"/>',
     ]
     for t in _ticks(lo + pad, hi - pad):
-        out.append(f'<text x="{sx(t):.1f}" y="{30 + pw + 16}" text-anchor="middle" '
-                   f'fill="#555">{_num(t)}</text>')  # fmt: skip
-        out.append(f'<text x="{m - 6}" y="{sy(t) + 4:.1f}" text-anchor="end" fill="#555">'
-                   f"{_num(t)}</text>")  # fmt: skip
-        out.append(f'<line x1="{m}" x2="{m + pw}" y1="{sy(t):.1f}" y2="{sy(t):.1f}" '
-                   'stroke="#f0f0f0"/>')  # fmt: skip
-    out.append(f'<line x1="{sx(lo):.1f}" y1="{sy(lo):.1f}" x2="{sx(hi):.1f}" y2="{sy(hi):.1f}" '
-               'stroke="#888" stroke-dasharray="4 3"/>')  # fmt: skip
-    rmax = pw / 14
+        out.append(
+            f'<text x="{sx(t):.1f}" y="{30 + pw + 16}" text-anchor="middle" '
+            f'fill="#555">{_num(t)}</text>'
+        )
+        out.append(
+            f'<text x="{m - 6}" y="{sy(t) + 4:.1f}" text-anchor="end" fill="#555">{_num(t)}</text>'
+        )
+        out.append(
+            f'<line x1="{m}" x2="{m + pw}" y1="{sy(t):.1f}" y2="{sy(t):.1f}" stroke="#f0f0f0"/>'
+        )
+    out.append(
+        f'<line x1="{sx(lo):.1f}" y1="{sy(lo):.1f}" x2="{sx(hi):.1f}" y2="{sy(hi):.1f}" '
+        'stroke="#888" stroke-dasharray="4 3"/>'
+    )
+    out += _bubbles(counts, sx, sy, pw / 14)
+    out.append(
+        f'<text x="{m + pw / 2}" y="{30 + pw + 36}" text-anchor="middle">{escape(xlabel)}</text>'
+    )
+    out.append(
+        f'<text transform="translate(14 {30 + pw / 2}) rotate(-90)" '
+        f'text-anchor="middle">{escape(ylabel)}</text>'
+    )
+    out.append("</svg>")
+    return Markup("\n".join(out))
+
+
+def _bubbles(
+    counts: Counter[tuple[float, float]],
+    sx: Callable[[float], float],
+    sy: Callable[[float], float],
+    rmax: float,
+) -> list[str]:
+    """One circle per (a, b) pair, its area proportional to its count (written inside when it
+    fits): blue on the diagonal, red off it."""
+    out: list[str] = []
+    big = max(counts.values(), default=1)
     for (a, b), k in sorted(counts.items()):
         r = max(3.0, rmax * math.sqrt(k / big))
         color = "#1f4e9c" if a == b else "#c0392b"
-        out.append(f'<circle cx="{sx(a):.1f}" cy="{sy(b):.1f}" r="{r:.1f}" fill="{color}" '
-                   f'fill-opacity="0.55"><title>a={_num(a)}, b={_num(b)}: {k} episodes'
-                   "</title></circle>")  # fmt: skip
+        out.append(
+            f'<circle cx="{sx(a):.1f}" cy="{sy(b):.1f}" r="{r:.1f}" fill="{color}" '
+            f'fill-opacity="0.55"><title>a={_num(a)}, b={_num(b)}: {k} episodes'
+            "</title></circle>"
+        )
         if r >= 9:
-            out.append(f'<text x="{sx(a):.1f}" y="{sy(b) + 4:.1f}" text-anchor="middle" '
-                       f'fill="#fff" font-size="11">{k}</text>')  # fmt: skip
-    out.append(f'<text x="{m + pw / 2}" y="{30 + pw + 36}" text-anchor="middle">'
-               f"{escape(xlabel)}</text>")  # fmt: skip
-    out.append(f'<text transform="translate(14 {30 + pw / 2}) rotate(-90)" '
-               f'text-anchor="middle">{escape(ylabel)}</text>')  # fmt: skip
-    out.append("</svg>")
-    return Markup("\n".join(out))
+            out.append(
+                f'<text x="{sx(a):.1f}" y="{sy(b) + 4:.1f}" text-anchor="middle" '
+                f'fill="#fff" font-size="11">{k}</text>'
+            )
+    return out

@@ -195,8 +195,9 @@ def _notes(runs: list[Run]) -> list[str]:
     notes: dict[str, list[str]] = {}
     for r in runs:
         s = r.summary
-        texts = list(r.notes) + [s[k] for k in ("offline_warning", "prompts_note", "metric_note")
-                                 if s.get(k)]  # fmt: skip
+        texts = list(r.notes) + [
+            s[k] for k in ("offline_warning", "prompts_note", "metric_note") if s.get(k)
+        ]
         for t in texts:
             notes.setdefault(str(t), []).append(r.short or r.label)
     return [
@@ -271,8 +272,9 @@ def render(
         sweeps = sweep_svgs(runs, runs_differing_keys(runs), metrics)
         pt = paired_table(runs, paired)
         if len(pt):
-            paired_html = Markup(pt.to_html(index=False, na_rep="-", escape=True,
-                                            classes="summary"))  # fmt: skip
+            paired_html = Markup(
+                pt.to_html(index=False, na_rep="-", escape=True, classes="summary")
+            )
         paired_notes = paired.notes + [
             f"warning: {w}" for w in stamp_warnings(runs, runs_differing_keys(runs), short=True)
         ]
@@ -317,8 +319,10 @@ def write_reports(
     if compare:
         dest = Path(out) if out else (common_parent([r.path for r in runs]) or Path("."))
         dest = dest / "report.html" if dest.suffix != ".html" else dest
-        _write(dest, render(runs, compare=True, baseline=baseline, paired=paired,
-                            max_episodes=max_episodes))  # fmt: skip
+        _write(
+            dest,
+            render(runs, compare=True, baseline=baseline, paired=paired, max_episodes=max_episodes),
+        )
         return [dest]
     for r in runs:
         page = page_name(r)
@@ -375,8 +379,11 @@ def render_judges(rep: JudgesReport) -> str:
         pts = [(va[k], vb[k]) for k in sorted(set(va) & set(vb))]
         g = p.agreement
         title = f"{p.metric}: ρ = {g.spearman:.2f}, n = {g.n}"
-        scatters.append(agreement_svg(pts, xlabel=f"{p.a} ({p.metric})",
-                                      ylabel=f"{p.b} ({p.metric})", title=title))  # fmt: skip
+        scatters.append(
+            agreement_svg(
+                pts, xlabel=f"{p.a} ({p.metric})", ylabel=f"{p.b} ({p.metric})", title=title
+            )
+        )
 
     def html(df: Any) -> Markup:
         return Markup(df.to_html(index=False, na_rep="-", escape=True, classes="summary"))

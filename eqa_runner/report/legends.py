@@ -20,11 +20,16 @@ def map_legends(sections: Sequence[Any]) -> list[dict[str, Any]]:
         styles.append(("trajectory map", trajectory.LEGEND))
     if any(e.topdown for s in sections for e in s.episodes):
         styles.append(("top-down maps (frontier planner)", topdown.LEGEND))
-    if not any("GOE" in e.map_caption or "regions seen" in e.map_caption
-               for s in sections for e in s.episodes):  # fmt: skip
+    if not any(
+        "GOE" in e.map_caption or "regions seen" in e.map_caption
+        for s in sections
+        for e in s.episodes
+    ):
         styles = [(n, [m for m in lg if "fine_eqa" not in m[2]]) for n, lg in styles]
-    return [{"name": name, "marks": [(_swatch(shape, rgb), label) for shape, rgb, label in legend]}
-            for name, legend in styles]  # fmt: skip
+    return [
+        {"name": name, "marks": [(_swatch(shape, rgb), label) for shape, rgb, label in legend]}
+        for name, legend in styles
+    ]
 
 
 def _swatch(shape: str, rgb: tuple[int, int, int]) -> Markup:

@@ -37,6 +37,12 @@ def to_markdown(df: pd.DataFrame) -> str:
             + " |"
         )
 
-    sep = "|" + "|".join(("-" * (w + 1) + ":") if num else ("-" * (w + 2))
-                         for w, num in zip(widths, numeric, strict=False)) + "|"  # fmt: skip
+    sep = (
+        "|"
+        + "|".join(
+            ("-" * (w + 1) + ":") if num else ("-" * (w + 2))
+            for w, num in zip(widths, numeric, strict=False)
+        )
+        + "|"
+    )
     return "\n".join([line(cols), sep, *(line(r) for r in rows)])

@@ -44,8 +44,10 @@ def episode_media(
         names = list(trace["topdown_maps"])  # at most MAX_TOPDOWN, evenly spaced, the last kept
         k = min(MAX_TOPDOWN, len(names))
         picked = sorted({round(i * (len(names) - 1) / max(1, k - 1)) for i in range(k)})
-        inside = {i: confine(art / str(names[i]), run_dir, what="trace.topdown_maps") for i in
-                  {*picked, len(names) - 1}}  # fmt: skip
+        inside = {
+            i: confine(art / str(names[i]), run_dir, what="trace.topdown_maps")
+            for i in {*picked, len(names) - 1}
+        }
         maps = [(names[i], thumbs(q)) for i in picked if (q := inside[i]) is not None]
         out["topdown"] = [Image(uri, "top-down map", str(n)) for n, uri in maps if uri]
         final = inside[len(names) - 1]

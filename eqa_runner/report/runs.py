@@ -113,8 +113,9 @@ def _runs_below(d: Path) -> list[Path]:
     a user's ``plots/`` beside a sweep's jobs, is passed over)."""
     if is_run_dir(d):
         return [d]
-    subs = sorted((s for s in d.iterdir() if s.is_dir() and not s.name.startswith(".")),
-                  key=_num_key)  # fmt: skip
+    subs = sorted(
+        (s for s in d.iterdir() if s.is_dir() and not s.name.startswith(".")), key=_num_key
+    )
     return [r for s in subs for r in _runs_below(s)]
 
 
@@ -147,9 +148,11 @@ def _yaml_loader() -> Any:
                     continue
                 if key_node.value in keys:
                     raise yaml.constructor.ConstructorError(
-                        "while constructing a mapping", node.start_mark,
-                        f"found duplicate key {key_node.value}", key_node.start_mark,
-                    )  # fmt: skip
+                        "while constructing a mapping",
+                        node.start_mark,
+                        f"found duplicate key {key_node.value}",
+                        key_node.start_mark,
+                    )
                 keys.add(key_node.value)
             return super().construct_mapping(node, deep=deep)
 

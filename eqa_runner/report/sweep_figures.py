@@ -90,10 +90,21 @@ def sweep_svg(points: list[SweepPoint], *, key: str, metric: str) -> Markup:
         f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#ccc"/>',
     ]
     out += _y_axis(y_lo + ypad, y_hi - ypad, sy, left, pw)
-    out += _x_axis(points, slots, numeric, sx, top + ph, x_lo if numeric else 0,
-                   x_hi if numeric else 1, left, pw)  # fmt: skip
-    out.append(f'<text x="{left + pw / 2}" y="{h - 8}" text-anchor="middle" fill="#333">'
-               f"{escape(key)}</text>")  # fmt: skip
+    out += _x_axis(
+        points,
+        slots,
+        numeric,
+        sx,
+        top + ph,
+        x_lo if numeric else 0,
+        x_hi if numeric else 1,
+        left,
+        pw,
+    )
+    out.append(
+        f'<text x="{left + pw / 2}" y="{h - 8}" text-anchor="middle" fill="#333">'
+        f"{escape(key)}</text>"
+    )
     if numeric:
         out += _lines(points, sx, sy)
     out += _points(points, sx, sy)
@@ -104,15 +115,28 @@ def sweep_svg(points: list[SweepPoint], *, key: str, metric: str) -> Markup:
 def _y_axis(lo: float, hi: float, sy: Any, left: int, pw: int) -> list[str]:
     out = []
     for t in _ticks(lo, hi):
-        out.append(f'<line x1="{left}" x2="{left + pw}" y1="{sy(t):.1f}" y2="{sy(t):.1f}" '
-                   'stroke="#f0f0f0"/>')  # fmt: skip
-        out.append(f'<text x="{left - 6}" y="{sy(t) + 4:.1f}" text-anchor="end" fill="#555">'
-                   f"{_num(t)}</text>")  # fmt: skip
+        out.append(
+            f'<line x1="{left}" x2="{left + pw}" y1="{sy(t):.1f}" y2="{sy(t):.1f}" '
+            'stroke="#f0f0f0"/>'
+        )
+        out.append(
+            f'<text x="{left - 6}" y="{sy(t) + 4:.1f}" text-anchor="end" fill="#555">'
+            f"{_num(t)}</text>"
+        )
     return out
 
 
-def _x_axis(points: list[SweepPoint], slots: list[str], numeric: bool, sx: Any, y: float,
-            x_lo: float, x_hi: float, left: int, pw: int) -> list[str]:  # fmt: skip
+def _x_axis(
+    points: list[SweepPoint],
+    slots: list[str],
+    numeric: bool,
+    sx: Any,
+    y: float,
+    x_lo: float,
+    x_hi: float,
+    left: int,
+    pw: int,
+) -> list[str]:
     out = []
     if numeric:
         ints = all(float(p.x).is_integer() for p in points)
@@ -120,14 +144,17 @@ def _x_axis(points: list[SweepPoint], slots: list[str], numeric: bool, sx: Any, 
             if ints and not float(t).is_integer():
                 continue  # integer keys (seeds, step counts) get integer ticks only
             x = left + (t - x_lo) / (x_hi - x_lo) * pw
-            out.append(f'<text x="{x:.1f}" y="{y + 16}" text-anchor="middle" fill="#555">'
-                       f"{_num(t)}</text>")  # fmt: skip
+            out.append(
+                f'<text x="{x:.1f}" y="{y + 16}" text-anchor="middle" fill="#555">{_num(t)}</text>'
+            )
         return out
     for i, s in enumerate(slots):
         x = left + (i + 0.5) * pw / len(slots)
         text = s if len(s) <= 18 else s[:17] + "…"
-        out.append(f'<text x="{x:.1f}" y="{y + 16}" text-anchor="middle" fill="#555">'
-                   f"{escape(text)}<title>{escape(s)}</title></text>")  # fmt: skip
+        out.append(
+            f'<text x="{x:.1f}" y="{y + 16}" text-anchor="middle" fill="#555">'
+            f"{escape(text)}<title>{escape(s)}</title></text>"
+        )
     return out
 
 
@@ -154,11 +181,15 @@ def _lines(points: list[SweepPoint], sx: Any, sy: Any) -> list[str]:
         if all(p.lo is not None and p.hi is not None for _, p in xy):
             band = [f"{x:.1f},{sy(p.hi):.1f}" for x, p in xy]
             band += [f"{x:.1f},{sy(p.lo):.1f}" for x, p in reversed(xy)]
-            out.append(f'<polygon class="band" points="{" ".join(band)}" fill="{color}" '
-                       'fill-opacity="0.12" stroke="none"/>')  # fmt: skip
+            out.append(
+                f'<polygon class="band" points="{" ".join(band)}" fill="{color}" '
+                'fill-opacity="0.12" stroke="none"/>'
+            )
         line = " ".join(f"{x:.1f},{sy(p.mean):.1f}" for x, p in xy)
-        out.append(f'<polyline class="line" points="{line}" fill="none" stroke="{color}" '
-                   'stroke-width="1.5"/>')  # fmt: skip
+        out.append(
+            f'<polyline class="line" points="{line}" fill="none" stroke="{color}" '
+            'stroke-width="1.5"/>'
+        )
     return out
 
 
@@ -171,10 +202,14 @@ def _points(points: list[SweepPoint], sx: Any, sy: Any) -> list[str]:
             tip = f"{p.label}: {p.mean:.2f}"
             if p.lo is not None and p.hi is not None:
                 tip += f" [{p.lo:.2f}, {p.hi:.2f}]"
-                out.append(f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{sy(p.lo):.1f}" '
-                           f'y2="{sy(p.hi):.1f}" stroke="{color}" stroke-width="2"/>')  # fmt: skip
-            out.append(f'<circle cx="{cx:.1f}" cy="{sy(p.mean):.1f}" r="5" fill="{color}">'
-                       f"<title>{escape(tip)}</title></circle>")  # fmt: skip
+                out.append(
+                    f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{sy(p.lo):.1f}" '
+                    f'y2="{sy(p.hi):.1f}" stroke="{color}" stroke-width="2"/>'
+                )
+            out.append(
+                f'<circle cx="{cx:.1f}" cy="{sy(p.mean):.1f}" r="5" fill="{color}">'
+                f"<title>{escape(tip)}</title></circle>"
+            )
     return out
 
 

@@ -79,8 +79,9 @@ def display_runs(df: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
             fmt_ci({"mean": v, "ci95": [lo, hi]})
             for v, lo, hi in zip(df[m], df[f"{m}_ci_lo"], df[f"{m}_ci_hi"], strict=False)
         ]
-    out["cost_usd"] = [_cost_cell(v, u) for v, u in zip(df["cost_usd"], df["cost_unknown_calls"],
-                                                         strict=False)]  # fmt: skip
+    out["cost_usd"] = [
+        _cost_cell(v, u) for v, u in zip(df["cost_usd"], df["cost_unknown_calls"], strict=False)
+    ]
     out = out.drop(columns=["cost_unknown_calls"])
     for c in COUNT_COLUMNS:  # whole numbers stay whole when a column holds a missing value
         if c in out.columns:
@@ -100,8 +101,12 @@ def _cost_cell(v: Any, unpriced: Any) -> str:
 
 
 def breakdown_key(by: str) -> tuple[str, ...]:
-    return {"category": ("by_category",), "subset": ("by_subset", "by_split"),
-            "type": ("by_type", "by_category"), "split": ("by_split", "by_subset")}[by]  # fmt: skip
+    return {
+        "category": ("by_category",),
+        "subset": ("by_subset", "by_split"),
+        "type": ("by_type", "by_category"),
+        "split": ("by_split", "by_subset"),
+    }[by]
 
 
 def groups(summary: dict[str, Any], by: str) -> dict[str, dict[str, Any]]:

@@ -37,8 +37,9 @@ def formats() -> dict[str, UpstreamFormat]:
         if b.upstream:
             fmt = b.resolve("upstream")()
             if not isinstance(fmt, UpstreamFormat):
-                raise ReportError(f"benchmark {b.name}: upstream={b.upstream} is not an "
-                                  "UpstreamFormat")  # fmt: skip
+                raise ReportError(
+                    f"benchmark {b.name}: upstream={b.upstream} is not an UpstreamFormat"
+                )
             found[fmt.name] = fmt
     return found
 
@@ -103,8 +104,9 @@ def export_run(run_dir: Path, name: str, out: Path | None = None) -> list[Path]:
         raise ReportError(f"{run_dir}: no recorded config (.hydra/config.yaml or summary.json)")
     task_name = str(cfg.task.get("name"))
     if task_name != fmt.task:
-        raise ReportError(f"{run_dir}: a task={task_name} run; --export {name} is for "
-                          f"task={fmt.task}")  # fmt: skip
+        raise ReportError(
+            f"{run_dir}: a task={task_name} run; --export {name} is for task={fmt.task}"
+        )
     task = _task(cfg)
     questions = _check_questions(Path(run_dir), task, recorded_questions_hash(run))
     out_dir = Path(out) if out else Path(run_dir) / "export" / name
@@ -112,10 +114,17 @@ def export_run(run_dir: Path, name: str, out: Path | None = None) -> list[Path]:
     written = fmt.export(records, list(task.load_episodes()), out_dir)
     errors = sum(1 for r in records if r["status"] != "ok")
     meta = out_dir / EXPORT_META
-    write_json_atomic(meta, {
-        "format": name, "run_dir": str(run_dir), **questions, "files": [p.name for p in written],
-        "error_records_left_out": errors, "upstream_command": fmt.last_command or fmt.command,
-    })  # fmt: skip
+    write_json_atomic(
+        meta,
+        {
+            "format": name,
+            "run_dir": str(run_dir),
+            **questions,
+            "files": [p.name for p in written],
+            "error_records_left_out": errors,
+            "upstream_command": fmt.last_command or fmt.command,
+        },
+    )
     return [*written, meta]
 
 
@@ -137,12 +146,18 @@ def compose_import(fmt: UpstreamFormat, overrides: list[str], out: Path) -> Dict
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
-            return compose("config", overrides=[
-                f"task={fmt.task}", "policy=imported", "llm=offline",
-                f"run.output_dir={quoted(out)}",
-                f"policy.predictions_file={quoted(d / 'predictions.jsonl')}",
-                f"run.episodes={quoted(d / 'episode_ids.json')}", *overrides,
-            ])  # fmt: skip
+            return compose(
+                "config",
+                overrides=[
+                    f"task={fmt.task}",
+                    "policy=imported",
+                    "llm=offline",
+                    f"run.output_dir={quoted(out)}",
+                    f"policy.predictions_file={quoted(d / 'predictions.jsonl')}",
+                    f"run.episodes={quoted(d / 'episode_ids.json')}",
+                    *overrides,
+                ],
+            )
     finally:
         GlobalHydra.instance().clear()
 
@@ -150,11 +165,18 @@ def compose_import(fmt: UpstreamFormat, overrides: list[str], out: Path) -> Dict
 def _write_normalised(rows: list[Imported], d: Path) -> None:
     d.mkdir(parents=True, exist_ok=True)
     lines = [
-        json.dumps({"episode_id": r.episode_id, "answer": r.answer, "trace": r.trace,
-                    "judge_images": [str(Path(p).resolve()) for p in r.judge_images]},
-                   default=_json_num) + "\n"
+        json.dumps(
+            {
+                "episode_id": r.episode_id,
+                "answer": r.answer,
+                "trace": r.trace,
+                "judge_images": [str(Path(p).resolve()) for p in r.judge_images],
+            },
+            default=_json_num,
+        )
+        + "\n"
         for r in rows
-    ]  # fmt: skip
+    ]
     write_atomic(d / "predictions.jsonl", "".join(lines))
     write_atomic(d / "episode_ids.json", json.dumps([r.episode_id for r in rows]))
 
@@ -187,8 +209,19 @@ def import_results(
 
     def resume(keys: dict[str, str]) -> list[str]:  # this import again, resumed
         kept = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in keys]
-        return ["python", "-m", "eqa_runner.report", "--import", str(src), "--format", name,
-                "--out", str(out_dir), *kept, *(f"{k}={v}" for k, v in keys.items())]  # fmt: skip
+        return [
+            "python",
+            "-m",
+            "eqa_runner.report",
+            "--import",
+            str(src),
+            "--format",
+            name,
+            "--out",
+            str(out_dir),
+            *kept,
+            *(f"{k}={v}" for k, v in keys.items()),
+        ]
 
     with resumed_by(resume):
         result = run(cfg)

@@ -81,16 +81,20 @@ class HashCache:
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(self.path, json.dumps(self.entries, separators=(",", ":")),
-                         redacted=False)  # fmt: skip
+            write_atomic(self.path, json.dumps(self.entries, separators=(",", ":")), redacted=False)
             self._dirty = False
         except OSError as e:
             log.warning("content hash cache %s not written (%s)", self.path, e)
 
 
 def _valid(v: Any) -> bool:
-    return (isinstance(v, list) and len(v) == 3 and isinstance(v[0], int)
-            and isinstance(v[1], int) and isinstance(v[2], str))  # fmt: skip
+    return (
+        isinstance(v, list)
+        and len(v) == 3
+        and isinstance(v[0], int)
+        and isinstance(v[1], int)
+        and isinstance(v[2], str)
+    )
 
 
 def content_hashes(inputs: Mapping[str, Path], cache_dir: Path | str | None) -> dict[str, str]:

@@ -40,8 +40,14 @@ class EpisodeSettings:
 
     @classmethod
     def of(cls, run: RunConfig, prompts_dir: str | None) -> EpisodeSettings:
-        return cls(run.seed, run.save_artifacts, prompts_dir, run.episode_timeout_s,
-                   run.trajectory_maps, run.profile)  # fmt: skip
+        return cls(
+            run.seed,
+            run.save_artifacts,
+            prompts_dir,
+            run.episode_timeout_s,
+            run.trajectory_maps,
+            run.profile,
+        )
 
 
 @dataclass(frozen=True)

@@ -171,8 +171,14 @@ def dry_run(plan: RunPlan) -> dict[str, Any]:
             t["cost_usd"] = None if cost is None or t["cost_usd"] is None else t["cost_usd"] + cost
     lines = _report_lines(plan, selected, episodes, data_text, totals, problems)
     print("\n".join(lines), flush=True)
-    return {"dry_run": True, "episodes": len(selected), "runnable": len(episodes),
-            "missing_data": len(missing), "estimate": totals, "problems": problems}  # fmt: skip
+    return {
+        "dry_run": True,
+        "episodes": len(selected),
+        "runnable": len(episodes),
+        "missing_data": len(missing),
+        "estimate": totals,
+        "problems": problems,
+    }
 
 
 def _report_lines(

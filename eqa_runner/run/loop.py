@@ -42,6 +42,7 @@ from eqa_runner.run.execute import Execution, run_episodes
 from eqa_runner.run.plan import RunPlan
 from eqa_runner.run.provenance import PROVENANCE_FILE
 from eqa_runner.run.rundir import label_run_dir, release_run_log
+from eqa_runner.run.stamp import reproducibility_stamp, versions
 from eqa_runner.run.start import LOCKED, prepare, run_checks
 from eqa_runner.run.stop import (
     EXIT_COST_CAP,
@@ -51,13 +52,7 @@ from eqa_runner.run.stop import (
     resume_command,
     signals_stop,
 )
-from eqa_runner.run.summary import (
-    SummaryInputs,
-    models_of,
-    reproducibility_stamp,
-    versions,
-    write_summary,
-)
+from eqa_runner.run.summary import SummaryInputs, models_of, write_summary
 from eqa_runner.run.tracking import ReportWriter, run_info
 from eqa_runner.run.tracking import finish as finish_tracking
 from eqa_runner.trackers.hub import TrackerHub
@@ -97,8 +92,9 @@ def execute(plan: RunPlan, *, report: ReportWriter | None = None) -> dict[str, A
         with RunLock(out_dir):  # before the slower checks: a second process is refused at once
             run_checks(plan, LOCKED)
             try:
-                label_run_dir(out_dir, plan.cfg, plan.container, plan.inputs,
-                              adopted=plan.has_records)  # fmt: skip
+                label_run_dir(
+                    out_dir, plan.cfg, plan.container, plan.inputs, adopted=plan.has_records
+                )
             except OSError as e:
                 raise RunDirError(
                     os_error_line(out_dir, e, "free space or fix permissions")
@@ -154,14 +150,20 @@ def _run_locked(plan: RunPlan, hub: TrackerHub | None = None) -> dict[str, Any]:
     done = {eid for eid, r in final.items() if r["status"] == "ok"}
     todo = [e for e in episodes if e.episode_id not in done]
     n_done = len(episodes) - len(todo)
-    log.info("%d episodes selected, %d already ok, %d to run -> %s",
-             len(episodes), n_done, len(todo), out_dir)  # fmt: skip
+    log.info(
+        "%d episodes selected, %d already ok, %d to run -> %s",
+        len(episodes),
+        n_done,
+        len(todo),
+        out_dir,
+    )
     progress = [
         v
         for r in final.values()
-        if r["status"] == "ok" and r["judge_ok"]
+        if r["status"] == "ok"
+        and r["judge_ok"]
         and (v := parts.judge.progress_value(r["metrics"])) is not None
-    ]  # fmt: skip
+    ]
     if cap is not None:
         cap.spent = sum(float(r["usage"]["cost_usd"] or 0.0) for r in all_lines)
     stopper = Stopper()
@@ -188,20 +190,35 @@ def _context(stack: ExitStack, plan: RunPlan) -> RunContext:
     pool = stack.enter_context(ThreadPoolExecutor(max_workers=min(8, (os.cpu_count() or 2) * 2)))
     policy_llm, judge_llm = _clients(plan)
     summary = SummaryInputs(
-        config=plan.container, run=plan.run, models=models_of(plan.cfg, parts.judge),
-        task_info=plan.task_info, policy_name=parts.policy.name, judge=parts.judge,
-        episode_ids=[e.episode_id for e in plan.episodes], out_dir=plan.out_dir,
+        config=plan.container,
+        run=plan.run,
+        models=models_of(plan.cfg, parts.judge),
+        task_info=plan.task_info,
+        policy_name=parts.policy.name,
+        judge=parts.judge,
+        episode_ids=[e.episode_id for e in plan.episodes],
+        out_dir=plan.out_dir,
         prompts=plan.prompts,
-    )  # fmt: skip
+    )
     maps = None
     if sim is not None and plan.run.trajectory_maps:  # the navigable-map cache of the maps
         from eqa_runner.mapping.trajectory import SceneMaps
 
         maps = SceneMaps()
-    ctx = RunContext(run=plan.run, parts=parts, episodes=plan.episodes, out_dir=plan.out_dir,
-                     prompts=plan.prompts, policy_llm=policy_llm, judge_llm=judge_llm,
-                     settings=EpisodeSettings.of(plan.run, plan.prompts_dir), summary=summary,
-                     executor=pool, sim=sim, scene_maps=maps)  # fmt: skip
+    ctx = RunContext(
+        run=plan.run,
+        parts=parts,
+        episodes=plan.episodes,
+        out_dir=plan.out_dir,
+        prompts=plan.prompts,
+        policy_llm=policy_llm,
+        judge_llm=judge_llm,
+        settings=EpisodeSettings.of(plan.run, plan.prompts_dir),
+        summary=summary,
+        executor=pool,
+        sim=sim,
+        scene_maps=maps,
+    )
     stack.enter_context(parts.policy.opened(ctx.policy_resources()))
     return ctx
 

@@ -39,6 +39,7 @@ async def draw_episode_maps(rec: EpisodeRecord, ctx: EpisodeContext) -> None:
     try:
         rec["trace"].update(await ctx.run_cpu(_draw, rec, ctx))
     except Exception as e:  # noqa: BLE001 - a picture never fails the episode
-        log.warning("episode %s: no trajectory map (%s: %s)", rec["episode_id"],
-                    type(e).__name__, e)  # fmt: skip
+        log.warning(
+            "episode %s: no trajectory map (%s: %s)", rec["episode_id"], type(e).__name__, e
+        )
     rec["timings"]["map_s"] = round(time.perf_counter() - t0, 4)

@@ -211,8 +211,12 @@ def file_sha256(path: Path) -> str:
 
 def run_fingerprint(config: Mapping[str, Any], inputs: Mapping[str, Any] | None) -> str:
     """SHA-256 over the result config and the input content hashes."""
-    blob = json.dumps({"config": result_config(config), "inputs": inputs or {}}, sort_keys=True,
-                      default=str, ensure_ascii=True)  # fmt: skip
+    blob = json.dumps(
+        {"config": result_config(config), "inputs": inputs or {}},
+        sort_keys=True,
+        default=str,
+        ensure_ascii=True,
+    )
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -324,8 +328,9 @@ def check_same_judge(path: Path, new: Mapping[str, Any], *, tag: str) -> None:
     oi, ni = old.get("inputs") or {}, new["inputs"]
     for section in sorted(set(oi) | set(ni)):
         x, y = oi.get(section) or {}, ni.get(section) or {}
-        diff += [f"{section} {n}: {_hash(x.get(n))} -> {_hash(y.get(n))}"
-                 for n in differing_keys(x, y)]  # fmt: skip
+        diff += [
+            f"{section} {n}: {_hash(x.get(n))} -> {_hash(y.get(n))}" for n in differing_keys(x, y)
+        ]
     what = "; ".join(diff[:5]) or f"{Path(path).name} unreadable"
     raise RunDirError(
         f"--tag {tag}: these rejudged records were scored by another judge ({what}); they would "

@@ -50,8 +50,9 @@ def rejudge_cap(plan: RunPlan, judge_llm: LLMClient, out: Path) -> CostCap | Non
 
     cap = CostCap(cap=cap_usd, estimate_static=static)
     if out.is_file():
-        cap.spent = sum(float((r.get("usage") or {}).get("cost_usd") or 0.0)
-                        for r in iter_records(out))  # fmt: skip
+        cap.spent = sum(
+            float((r.get("usage") or {}).get("cost_usd") or 0.0) for r in iter_records(out)
+        )
     return cap
 
 
@@ -103,8 +104,16 @@ class RejudgeAtCap(Exception):
         """How far it got, and the command that resumes with a cap that lets the rest finish."""
         new_cap = f"run.max_cost_usd={self.cap.suggest():.2f}"
         keep = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") != "run.max_cost_usd"]
-        cmd = ["python", "-m", "eqa_runner.rejudge", str(self.run_dir), *keep, new_cap,
-               "--tag", self.tag]  # fmt: skip
+        cmd = [
+            "python",
+            "-m",
+            "eqa_runner.rejudge",
+            str(self.run_dir),
+            *keep,
+            new_cap,
+            "--tag",
+            self.tag,
+        ]
         return (
             f"[eqa_runner] stopped at the cost cap run.max_cost_usd (spent "
             f"${self.cap.spent:.4f} of ${self.cap.cap:.2f}): {self.judged} of {self.total} "

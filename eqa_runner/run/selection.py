@@ -118,8 +118,10 @@ def select_episodes(episodes: Sequence[Episode], run: RunConfig, task: Any = Non
             )
         keep = set(wanted)
         if len(keep) < len(wanted):  # a set of ids: each selected episode runs once
-            log.warning("run.episodes lists %d id(s) more than once; each episode runs once",
-                        len(wanted) - len(keep))  # fmt: skip
+            log.warning(
+                "run.episodes lists %d id(s) more than once; each episode runs once",
+                len(wanted) - len(keep),
+            )
         eps = [e for e in eps if e.episode_id in keep]
     if run.limit is not None:
         if run.limit < 1:

@@ -183,8 +183,10 @@ def _prompt_files(plan: RunPlan) -> None:
     hashes of what produces the records: the data, the prompts, the judge's own inputs (a
     blind run's records)."""
     parts = plan.parts
-    plan.prompts = {**parts.policy.prompts(plan.prompts_dir),
-                    **parts.judge.prompts(plan.prompts_dir)}  # fmt: skip
+    plan.prompts = {
+        **parts.policy.prompts(plan.prompts_dir),
+        **parts.judge.prompts(plan.prompts_dir),
+    }
     judge_files = parts.judge.declaration().input_files(plan.cfg.judge)
     files = {  # the files the policy and the judge name (policy.*_file, judge.*_file)
         k: OmegaConf.to_container(plan.cfg[k], resolve=True) for k in ("policy", "judge")
@@ -206,8 +208,13 @@ def _same_config(plan: RunPlan) -> None:
     """A dir with a provenance from another config or other inputs is refused."""
     jsonl = plan.out_dir / EPISODES_FILE
     plan.has_records = jsonl.is_file() and jsonl.stat().st_size > 0
-    check_same_config(plan.out_dir, plan.container, plan.inputs, has_records=plan.has_records,
-                      adopt=plan.run.adopt)  # fmt: skip
+    check_same_config(
+        plan.out_dir,
+        plan.container,
+        plan.inputs,
+        has_records=plan.has_records,
+        adopt=plan.run.adopt,
+    )
 
 
 def _existing_records(plan: RunPlan) -> None:
@@ -218,8 +225,12 @@ def _existing_records(plan: RunPlan) -> None:
     resume = plan.run.resume
     if existing and not resume and restarts.isdigit() and int(restarts) >= 1:
         # SLURM requeued this job (preemption / time limit): same config, same run dir.
-        log.warning("requeued SLURM job (SLURM_RESTART_COUNT=%s): auto-resuming %s (%d records)",
-                    restarts, jsonl, len(existing))  # fmt: skip
+        log.warning(
+            "requeued SLURM job (SLURM_RESTART_COUNT=%s): auto-resuming %s (%d records)",
+            restarts,
+            jsonl,
+            len(existing),
+        )
     elif resume and not existing:
         log.warning(
             "run.resume=true, but %s holds no records yet: starting a fresh run there "
@@ -286,8 +297,21 @@ REJUDGE = ("fit", "typed config", "pinned judge", "judge", "judge inputs")
 # a sweep's launcher runs these on its first job before it submits anything: every check that
 # needs no run dir and connects nowhere, so a sweep whose first job cannot start (no data, a bad
 # value) is refused before the queue, not found out hours later (hydra_plugins launcher)
-BEFORE_SUBMIT = ("secrets", "added keys", "values", "fit", "typed config", "pinned judge", "task",
-                 "policy", "judge", "selection", "prompts dir", "judge inputs", "data")  # fmt: skip
+BEFORE_SUBMIT = (
+    "secrets",
+    "added keys",
+    "values",
+    "fit",
+    "typed config",
+    "pinned judge",
+    "task",
+    "policy",
+    "judge",
+    "selection",
+    "prompts dir",
+    "judge inputs",
+    "data",
+)
 
 
 def check_before_submit(cfg: DictConfig) -> None:

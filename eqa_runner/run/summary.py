@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import functools
 import logging
-import platform
 import re
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal, cast
 
 from omegaconf import DictConfig
 
-from eqa_runner import __version__
 from eqa_runner.llm.client import endpoint_summary
 from eqa_runner.llm.secrets import strip_urls
 from eqa_runner.records import (
@@ -28,6 +23,7 @@ from eqa_runner.records import (
 )
 from eqa_runner.run.config import RunConfig
 from eqa_runner.run.packed import pack
+from eqa_runner.run.stamp import reproducibility_stamp, versions
 from eqa_runner.scoring.aggregate import intervals_note
 from eqa_runner.scoring.base import AggregateReads, Judge
 from eqa_runner.scoring.comparability import published_comparability
@@ -36,18 +32,6 @@ from eqa_runner.types import EpisodeRecord, UsageInfo
 log = logging.getLogger(__name__)
 
 _SECRET_KEY = re.compile(r"(api_key|token|secret|password)$", re.I)
-PACKAGES = (
-    "hydra-core",
-    "omegaconf",
-    "litellm",
-    "numpy",
-    "pillow",
-    "open3d",
-    "scikit-image",
-    "pandas",
-    "submitit",
-    "habitat-sim",
-)
 # the summed usage counters (cost_usd, a float or None, is summed apart)
 UsageCount = Literal[
     "calls",
@@ -97,23 +81,6 @@ def scrub(obj: Any) -> Any:
     if isinstance(obj, list):
         return [scrub(v) for v in obj]
     return obj
-
-
-def versions() -> dict[str, str | None]:
-    """Python's, eqa_runner's and the key packages' versions (read once per process: parsing
-    their metadata is ~20 ms; :func:`eqa_runner.run.loop.run` reads them while it sets up)."""
-    return dict(_versions())
-
-
-@functools.lru_cache(maxsize=1)
-def _versions() -> tuple[tuple[str, str | None], ...]:
-    out: dict[str, str | None] = {"python": platform.python_version(), "eqa_runner": __version__}
-    for pkg in PACKAGES:
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            out[pkg] = None
-    return tuple(out.items())
 
 
 def usage_totals(records: Sequence[EpisodeRecord]) -> dict[str, Any]:
@@ -263,8 +230,12 @@ def _shared_keys(obj: Any) -> Any:
 SUMMARY_FIELDS = frozenset({"episode_id", "status", "judge_ok", "scene"})
 SUMMARY_TRACE = frozenset({"stop_reason"})
 # the parts of a slim record packed with it (run/packed.py): the rest are values
-SLIM_PARTS: dict[str, dict[str, Any]] = {"metrics": {}, "usage": {}, "error": {},
-                                         "trace": {"vlm": {}}}  # fmt: skip
+SLIM_PARTS: dict[str, dict[str, Any]] = {
+    "metrics": {},
+    "usage": {},
+    "error": {},
+    "trace": {"vlm": {}},
+}
 
 
 def _pick(d: dict[str, Any], keys: frozenset[str] | None) -> dict[str, Any]:
@@ -320,12 +291,18 @@ def write_summary(
     final = final_records(slim_record(r, reads) for r in iter_records(out_dir / jsonl_name))
     recs = [final[i] for i in ids if i in final]
     method = run.interval
-    agg = judge.aggregate(recs, bootstrap_samples=run.bootstrap_samples, seed=run.seed,
-                          interval=method)  # fmt: skip
+    agg = judge.aggregate(
+        recs, bootstrap_samples=run.bootstrap_samples, seed=run.seed, interval=method
+    )
     models, config = inputs.models, inputs.config
     summary = build_summary(
-        config=config, task_info=inputs.task_info, selected_ids=ids, final=final,
-        aggregate=agg, models=models, prompts=inputs.prompts,
+        config=config,
+        task_info=inputs.task_info,
+        selected_ids=ids,
+        final=final,
+        aggregate=agg,
+        models=models,
+        prompts=inputs.prompts,
         extra={
             "policy": inputs.policy_name,
             "judge": judge.name,
@@ -333,13 +310,15 @@ def write_summary(
             "run_dir": str(out_dir),
             "intervals": intervals_note(method, run.bootstrap_samples),
             "reproducibility": reproducibility_stamp(
-                config=config, task_info=inputs.task_info, prompts=inputs.prompts,
+                config=config,
+                task_info=inputs.task_info,
+                prompts=inputs.prompts,
                 judge_model=models["judge"],
             ),
             "endpoints": endpoint_summary(),  # adaptive concurrency per model endpoint
             **(extra or {}),
         },
-    )  # fmt: skip
+    )
     write_json_atomic(out_dir / summary_name, summary)
     head = {k: v.get("mean") for k, v in summary.get("headline", {}).items()}
     announce(summary, head, out_dir)
@@ -361,8 +340,13 @@ def models_of(cfg: DictConfig, judge: Judge) -> dict[str, str]:
 def announce(summary: dict[str, Any], head: dict[str, Any], out_dir: Path) -> None:
     """The closing log line and console lines: counts, unparsable policy replies, headline."""
     c = summary["counts"]
-    log.info("done: %d ok, %d error, %d judge-unparsable; %s",
-             c["ok"], c["error"], c["judge_unparsable"], head)  # fmt: skip
+    log.info(
+        "done: %d ok, %d error, %d judge-unparsable; %s",
+        c["ok"],
+        c["error"],
+        c["judge_unparsable"],
+        head,
+    )
     replies = summary.get("policy_replies")
     said = f"{replies['note']}; " if replies else ""
     print(
@@ -370,68 +354,10 @@ def announce(summary: dict[str, Any], head: dict[str, Any], out_dir: Path) -> No
         f"{c['judge_unparsable']} unparsable; {said}"
         + ", ".join(f"{k}={'-' if v is None else f'{v:.2f}'}" for k, v in head.items())
         + f"\n[eqa_runner] results: {out_dir}"
-        + (f"\n[eqa_runner] note: {summary['offline_warning']}" if "offline_warning" in summary
-           else ""),
+        + (
+            f"\n[eqa_runner] note: {summary['offline_warning']}"
+            if "offline_warning" in summary
+            else ""
+        ),
         flush=True,
-    )  # fmt: skip
-
-
-# ----------------------------------------------------------------------------- reproducibility
-
-
-PACKAGE_DIRS = ("eqa_runner", "plugins")  # the code a run imports from a checkout
-
-
-@functools.lru_cache(maxsize=8)
-def git_state(path: Path | None = None) -> dict[str, Any] | None:
-    """``{"commit", "dirty"}`` of the checkout eqa_runner runs from; None when it is not run
-    from a git checkout (an installed wheel) or git is missing. Never raises."""
-    src = Path(path) if path else Path(__file__).resolve().parents[2]
-    try:
-        top = subprocess.run(
-            ["git", "-C", str(src), "rev-parse", "--show-toplevel", "HEAD"],
-            capture_output=True, text=True, timeout=10, check=True,
-        ).stdout.splitlines()  # fmt: skip
-        if len(top) != 2 or Path(top[0]).resolve() != src.resolve():
-            return None  # e.g. site-packages inside some other repository
-        # tracked changes anywhere, and untracked files under the package (a new module in
-        # use: ignored files such as __pycache__ do not count)
-        dirty = subprocess.run(
-            ["git", "-C", str(src), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, timeout=30, check=True,
-        ).stdout.strip() or subprocess.run(
-            ["git", "-C", str(src), "ls-files", "--others", "--exclude-standard", "--",
-             *PACKAGE_DIRS],
-            capture_output=True, text=True, timeout=30, check=True,
-        ).stdout.strip()  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return {"commit": top[1], "dirty": bool(dirty)}
-
-
-def reproducibility_stamp(
-    *,
-    config: dict[str, Any],
-    task_info: dict[str, Any],
-    prompts: dict[str, dict[str, object]],
-    judge_model: str,
-) -> dict[str, Any]:
-    """What a reader needs to tell whether two summaries can be compared (``report --compare``
-    warns when they differ beyond the compared keys): code version and commit, data and prompt
-    hashes, the judge snapshot, every seed and the result-config fingerprint."""
-    import os
-
-    from eqa_runner.run.provenance import fingerprint, flatten
-    from eqa_runner.trackers.naming import slurm_ids
-
-    flat = flatten(config)
-    return {
-        "eqa_runner": __version__,
-        "git": dict(g) if (g := git_state()) else None,
-        "data_sha256": {k: v for k, v in sorted(task_info.items()) if k.endswith("_sha256") and v},
-        "prompts_sha256": {n: p.get("sha256") for n, p in sorted(prompts.items())},
-        "judge_model": judge_model,
-        "seeds": {k: v for k, v in sorted(flat.items()) if k.rsplit(".", 1)[-1] == "seed"},
-        "config_fingerprint": fingerprint(config),
-        "slurm": slurm_ids(os.environ) or None,  # the job (and array task) that ran it
-    }
+    )

@@ -97,8 +97,11 @@ def _sweep() -> tuple[str | None, Path | None, dict[str, str], str | None]:
     except Exception:  # noqa: BLE001 - no sweep file: the job's own overrides name it
         swept = {}
     job = [str(o) for o in hc.overrides.task]
-    keys = list(swept) or [k.split("=", 1)[0].lstrip("~+") for k in job if "=" in k
-                           and not naming.is_plumbing_key(k.split("=", 1)[0], exclude)]  # fmt: skip
+    keys = list(swept) or [
+        k.split("=", 1)[0].lstrip("~+")
+        for k in job
+        if "=" in k and not naming.is_plumbing_key(k.split("=", 1)[0], exclude)
+    ]
     return d.name, d, swept, naming.run_name("", job, keys) or None
 
 
@@ -108,8 +111,11 @@ def run_info(cfg: DictConfig, out_dir: Path, stamp: Mapping[str, Any]) -> RunInf
     config = redact(cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True)))
     config = {k: v for k, v in config.items() if not naming.is_plumbing_key(str(k))}
     params = naming.params(flatten(config))
-    tags = {f"eqa_runner.{k}": "null" if v is None else str(v)
-            for k, v in flatten(redact(dict(stamp))).items() if k != "slurm"}  # fmt: skip
+    tags = {
+        f"eqa_runner.{k}": "null" if v is None else str(v)
+        for k, v in flatten(redact(dict(stamp))).items()
+        if k != "slurm"
+    }
     tags.update({f"slurm.{k}": v for k, v in naming.slurm_ids(os.environ).items()})
     group, group_dir, swept, job_name = _sweep()
     name = redact_text(job_name or out_dir.name)
@@ -134,11 +140,18 @@ def episode_rows(records: list[EpisodeRecord], run_dir: Path) -> list[dict[str, 
     every metric, the time, and the episode's trajectory map (a file in the run dir)."""
     rows = []
     for r in records:
-        row: dict[str, Any] = {"episode_id": redact_text(str(r["episode_id"])),
-                               "status": r["status"], "category": redact_text(str(r["category"])),
-                               "judge_ok": r["judge_ok"]}  # fmt: skip
-        for col, field in (("question", "question"), ("reference", "answer"),
-                           ("prediction", "prediction"), ("judge_reply", "judge_raw")):  # fmt: skip
+        row: dict[str, Any] = {
+            "episode_id": redact_text(str(r["episode_id"])),
+            "status": r["status"],
+            "category": redact_text(str(r["category"])),
+            "judge_ok": r["judge_ok"],
+        }
+        for col, field in (
+            ("question", "question"),
+            ("reference", "answer"),
+            ("prediction", "prediction"),
+            ("judge_reply", "judge_raw"),
+        ):
             text = r.get(field)
             row[col] = None if text is None else redact_text(str(text))[:MAX_TEXT]
         row.update({f"metric.{k}": v for k, v in r["metrics"].items()})
@@ -216,8 +229,11 @@ def _send_end(
 ) -> None:
     """Enqueue the end events (the report for the trackers is written here)."""
     counts = result.get("counts") or {}
-    headline = {k: float(v) for k, v in result.items()
-                if k not in ("counts", "exit_code") and isinstance(v, (int, float))}  # fmt: skip
+    headline = {
+        k: float(v)
+        for k, v in result.items()
+        if k not in ("counts", "exit_code") and isinstance(v, (int, float))
+    }
     final = {**headline, **summary_metrics(_read_summary(out_dir))}
     final.update({f"count_{k}": float(v) for k, v in counts.items() if isinstance(v, (int, float))})
     hub.log_metrics(final, step=len(records))

@@ -100,9 +100,10 @@ def declaration_of(judge_cls: Any) -> Declaration:
     if not metrics:
         metrics = (Metric(str(getattr(judge_cls, "headline", "score"))),)
     return Declaration(
-        metrics, tuple(getattr(judge_cls, "run_inputs", ()) or ()),
+        metrics,
+        tuple(getattr(judge_cls, "run_inputs", ()) or ()),
         str(getattr(judge_cls, "category_label", "category")),
-    )  # fmt: skip
+    )
 
 
 @functools.cache

@@ -28,14 +28,24 @@ MAX_DEPTH = 32  # container nesting
 MAX_ARRAY_ELEMENTS = 4_000_000  # numpy elements in the whole file
 
 _PLAIN = {
-    ("builtins", "dict"), ("builtins", "list"), ("builtins", "tuple"), ("builtins", "set"),
-    ("builtins", "frozenset"), ("builtins", "float"), ("builtins", "int"), ("builtins", "str"),
-    ("builtins", "complex"), ("builtins", "bytes"), ("collections", "OrderedDict"),
-    ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
-}  # fmt: skip
+    ("builtins", "dict"),
+    ("builtins", "list"),
+    ("builtins", "tuple"),
+    ("builtins", "set"),
+    ("builtins", "frozenset"),
+    ("builtins", "float"),
+    ("builtins", "int"),
+    ("builtins", "str"),
+    ("builtins", "complex"),
+    ("builtins", "bytes"),
+    ("collections", "OrderedDict"),
+    ("numpy.core.multiarray", "scalar"),
+    ("numpy._core.multiarray", "scalar"),
+}
 _RECONSTRUCT = {
-    ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
-}  # fmt: skip
+    ("numpy.core.multiarray", "_reconstruct"),
+    ("numpy._core.multiarray", "_reconstruct"),
+}
 
 
 class _Limit(Exception):
@@ -147,13 +157,15 @@ def load_pickle(path: Path) -> Any:
     except OSError as e:
         raise DataError(f"{path}: cannot be read ({e.strerror or e})") from None
     except _Limit as e:
-        raise DataError(f"{path}: too large for a results pickle: {e}; split it or check where "
-                        "it came from") from None  # fmt: skip
+        raise DataError(
+            f"{path}: too large for a results pickle: {e}; split it or check where it came from"
+        ) from None
     except RecursionError:
         raise DataError(f"{path}: not a results pickle of plain data (nested too deep)") from None
     except Exception as e:  # noqa: BLE001 - any failure of untrusted bytes is one line
-        raise DataError(f"{path}: not a results pickle of plain data ({type(e).__name__}: "
-                        f"{str(e)[:120]})") from None  # fmt: skip
+        raise DataError(
+            f"{path}: not a results pickle of plain data ({type(e).__name__}: {str(e)[:120]})"
+        ) from None
 
 
 def dump_pickle(obj: Any, path: Path) -> Path:

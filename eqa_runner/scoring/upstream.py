@@ -24,9 +24,18 @@ from eqa_runner.scoring.safe_pickle import dump_pickle, load_pickle
 from eqa_runner.types import Episode, EpisodeRecord
 
 __all__ = [
-    "Imported", "UpstreamFormat", "by_id", "dump_pickle", "finite", "int_field", "load_pickle",
-    "nullable", "num_field", "str_field", "vec_field",
-]  # fmt: skip
+    "Imported",
+    "UpstreamFormat",
+    "by_id",
+    "dump_pickle",
+    "finite",
+    "int_field",
+    "load_pickle",
+    "nullable",
+    "num_field",
+    "str_field",
+    "vec_field",
+]
 
 
 @dataclass
@@ -97,8 +106,10 @@ def _show(v: Any) -> str:
 
 
 def _bad(path: Path, item: int | str, name: str, want: str, got: Any) -> DataError:
-    return DataError(f"{path}: item {item}: field {name} must be {want}, got {_show(got)}; "
-                     "fix or regenerate the file with the upstream script")  # fmt: skip
+    return DataError(
+        f"{path}: item {item}: field {name} must be {want}, got {_show(got)}; "
+        "fix or regenerate the file with the upstream script"
+    )
 
 
 def int_field(path: Path, item: int | str, name: str, v: Any) -> int:

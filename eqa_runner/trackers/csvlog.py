@@ -54,8 +54,9 @@ class CsvTracker(Tracker):
         cols: list[str] = []
         for r in rows:
             cols += [k for k in r if k not in cols]
-        rows = [{k: self._image(v) if isinstance(v, Path) else v for k, v in r.items()}
-                for r in rows]  # fmt: skip
+        rows = [
+            {k: self._image(v) if isinstance(v, Path) else v for k, v in r.items()} for r in rows
+        ]
         buf = io.StringIO(newline="")
         w = csv.DictWriter(buf, fieldnames=cols)
         w.writeheader()

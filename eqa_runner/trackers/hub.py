@@ -88,8 +88,9 @@ class TrackerHub:
             self._dropped += 1
             if not self._warned_full:
                 self._warned_full = True
-                log.warning("trackers are behind (queue full): events are being dropped; "
-                            "the run goes on")  # fmt: skip
+                log.warning(
+                    "trackers are behind (queue full): events are being dropped; the run goes on"
+                )
 
     def start(self, info: RunInfo) -> None:
         self._put("start", info)
@@ -125,8 +126,9 @@ class TrackerHub:
                 s.error = f"still busy after {self.flush_timeout_s:g} s (slow or unreachable)"
             if missed or s.error:
                 why = f" ({s.error})" if s.error else ""
-                rep.lines.append(f"logger {s.tracker.name}: {missed} of {self._events} "
-                                 f"events not logged{why}")  # fmt: skip
+                rep.lines.append(
+                    f"logger {s.tracker.name}: {missed} of {self._events} events not logged{why}"
+                )
         for line in rep.lines:
             print(f"[eqa_runner] {line}", file=sys.stderr, flush=True)
         return rep
@@ -175,7 +177,8 @@ class TrackerHub:
             s.missed += 1
             first = str(e).splitlines()[0] if str(e) else ""
             s.error = redact_text(f"{type(e).__name__}: {first}")[:MAX_ERROR]
-            log.warning("logger %s failed (%s); the run goes on without it", s.tracker.name,
-                        s.error)  # fmt: skip
+            log.warning(
+                "logger %s failed (%s); the run goes on without it", s.tracker.name, s.error
+            )
         finally:
             log.debug("logger %s %s %.3fs", s.tracker.name, method, time.perf_counter() - t0)

@@ -112,8 +112,11 @@ class MlflowTracker(Tracker):
         client, run_id = self._run()
         now = int(time.time() * 1000)
         n = len(self.renamed)
-        ms = [Metric(self.key(k), float(v), now, int(step))
-              for k, v in metrics.items() if v is not None]  # fmt: skip
+        ms = [
+            Metric(self.key(k), float(v), now, int(step))
+            for k, v in metrics.items()
+            if v is not None
+        ]
         client.log_batch(run_id, metrics=ms)
         if len(self.renamed) != n:
             client.log_dict(run_id, dict(sorted(self.renamed.items())), RENAMED_FILE)

@@ -67,8 +67,11 @@ class SweepParent:
         from mlflow.entities import Param
 
         info, client = self.info, self.client
-        tags = {"eqa_runner.sweep": str(info.group), "eqa_runner.sweep_parent": "true",
-                "eqa_runner.swept_keys": ",".join(info.swept)}  # fmt: skip
+        tags = {
+            "eqa_runner.sweep": str(info.group),
+            "eqa_runner.sweep_parent": "true",
+            "eqa_runner.swept_keys": ",".join(info.swept),
+        }
         tags.update({k: v for k, v in info.tags.items() if k.startswith("slurm.array")})
         run = client.create_run(self.experiment_id, run_name=str(info.group), tags=tags)
         params = [Param(safe_key(f"sweep.{k}"), v[:6000]) for k, v in sorted(info.swept.items())]
@@ -97,8 +100,10 @@ class SweepParent:
         with self._state() as state:
             state["children"].setdefault(label, {})["status"] = status
             kids = state["children"]
-            rows = [{"run": k, "status": v.get("status"), **(v.get("headline") or {})}
-                    for k, v in sorted(kids.items())]  # fmt: skip
+            rows = [
+                {"run": k, "status": v.get("status"), **(v.get("headline") or {})}
+                for k, v in sorted(kids.items())
+            ]
             client.log_dict(self.run_id, {"runs": rows}, "sweep.json")
             states = {v.get("status") for v in kids.values()}
             if RUNNING not in states:

@@ -17,8 +17,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 PLUMBING_ROOTS = ("logger", "hydra")  # config roots that never become params or name parts
-SLURM_VARS = {"job_id": "SLURM_JOB_ID", "array_job_id": "SLURM_ARRAY_JOB_ID",
-              "array_task_id": "SLURM_ARRAY_TASK_ID"}  # fmt: skip
+SLURM_VARS = {
+    "job_id": "SLURM_JOB_ID",
+    "array_job_id": "SLURM_ARRAY_JOB_ID",
+    "array_task_id": "SLURM_ARRAY_TASK_ID",
+}
 MAX_NAME = 120
 
 

@@ -65,12 +65,22 @@ class WandbTracker(Tracker):
         """Quiet (no banner, no console capture: the run's own lines stay readable) and
         bounded waits."""
         t = self.timeout_s
-        return {"console": "off", "x_disable_stats": True, "silent": True, "quiet": True,
-                "show_info": False, "show_warnings": False, "init_timeout": t,
-                "login_timeout": t, "x_graphql_timeout_seconds": t,
-                "x_graphql_retry_max": 1, "x_file_stream_timeout_seconds": t,
-                "x_file_stream_retry_max": 1, "x_file_transfer_timeout_seconds": t,
-                "x_file_transfer_retry_max": 1}  # fmt: skip
+        return {
+            "console": "off",
+            "x_disable_stats": True,
+            "silent": True,
+            "quiet": True,
+            "show_info": False,
+            "show_warnings": False,
+            "init_timeout": t,
+            "login_timeout": t,
+            "x_graphql_timeout_seconds": t,
+            "x_graphql_retry_max": 1,
+            "x_file_stream_timeout_seconds": t,
+            "x_file_stream_retry_max": 1,
+            "x_file_transfer_timeout_seconds": t,
+            "x_file_transfer_retry_max": 1,
+        }
 
     def _run(self) -> Any:
         if self.run is None:

@@ -72,7 +72,7 @@ def _git(repo: Path, *args: str) -> None:
 
 @pytest.mark.slow
 def test_an_untracked_module_in_the_package_makes_the_stamp_dirty(tmp_path):
-    from eqa_runner.run.summary import git_state
+    from eqa_runner.run.stamp import git_state
 
     repo = tmp_path / "checkout"
     (repo / "eqa_runner").mkdir(parents=True)

@@ -22,7 +22,7 @@ from eqa_runner.report.agreement import judges_report, judges_tables, power_repo
 from eqa_runner.report.cli import main as report_main
 from eqa_runner.report.compare import paired_differences, stamp_warnings
 from eqa_runner.report.runs import load_runs
-from eqa_runner.run.summary import git_state, reproducibility_stamp
+from eqa_runner.run.stamp import git_state, reproducibility_stamp
 from eqa_runner.scoring.aggregate import interval_of
 from eqa_runner.scoring.stats import power_analysis
 
@@ -318,14 +318,14 @@ def test_git_state_is_none_outside_a_checkout_and_without_git(tmp_path, monkeypa
 
 def test_git_state_never_raises_when_git_fails(tmp_path, monkeypatch):
     """The same without starting git: a missing git and a failing one are both None."""
-    import eqa_runner.run.summary as summary
+    import eqa_runner.run.stamp as stamp
 
     for err in (FileNotFoundError("git"), subprocess.CalledProcessError(128, "git")):
 
         def fail(*args, err=err, **kwargs):
             raise err
 
-        monkeypatch.setattr(summary.subprocess, "run", fail)
+        monkeypatch.setattr(stamp.subprocess, "run", fail)
         assert git_state.__wrapped__(tmp_path) is None
 
 

@@ -65,7 +65,7 @@ def test_keys_mlflow_refuses_become_accepted_keys() -> None:
 
 
 def test_slurm_ids_are_tags_and_in_the_stamp(monkeypatch, tmp_path, compose_cfg) -> None:
-    from eqa_runner.run.summary import reproducibility_stamp
+    from eqa_runner.run.stamp import reproducibility_stamp
     from eqa_runner.run.tracking import run_info
 
     env = {"SLURM_JOB_ID": "4242", "SLURM_ARRAY_JOB_ID": "4240", "SLURM_ARRAY_TASK_ID": "2"}
