@@ -110,8 +110,11 @@ def check_blind_source(source: Path, task_name: str | None, data: Mapping[str, A
     done = _read_json(summary) if summary.is_file() else None
     counts = done.get("counts") if isinstance(done, dict) else None
     if not isinstance(counts, dict) or counts.get("missing", 1) != 0:
-        got = "no summary" if not isinstance(counts, dict) else (
-            f"{counts.get('recorded')} of {counts.get('selected')} episodes recorded")  # fmt: skip
+        got = (
+            "no summary"
+            if not isinstance(counts, dict)
+            else f"{counts.get('recorded')} of {counts.get('selected')} episodes recorded"
+        )
         raise ConfigError(
             f"{where}: the blind run did not finish ({got}); resume it first "
             f"(run.resume=true hydra.run.dir={run_dir})."

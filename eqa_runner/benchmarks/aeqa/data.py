@@ -27,10 +27,12 @@ def check_aeqa(
     ``.navmesh`` (or a demo ``.glb`` with its ``.scene.json``): each problem listed."""
     from eqa_runner.benchmarks.aeqa.task import AEQATask, load_aeqa, load_path_lengths
 
-    task = AEQATask(data_dir=str(data_dir),
-                    questions_file=str(questions_file) if questions_file else None,
-                    scenes_dir=str(scenes_dir) if scenes_dir else None,
-                    simulator=SIMULATORS[sim])  # fmt: skip
+    task = AEQATask(
+        data_dir=str(data_dir),
+        questions_file=str(questions_file) if questions_file else None,
+        scenes_dir=str(scenes_dir) if scenes_dir else None,
+        simulator=SIMULATORS[sim],
+    )
     lengths: dict[str, float] = {}
     rep = CheckReport("aeqa")
     if task.path_lengths_file.is_file():
@@ -58,11 +60,14 @@ def aeqa_instructions(args: argparse.Namespace, n_scenes: int) -> str:
     """The HM3D staging steps with A-EQA's scenes dir (every A-EQA scene is a val scene)."""
     scenes = Path(args.scenes_dir) if args.scenes_dir else Path(args.data_dir) / "scenes"
     return HM3D_INSTRUCTIONS.format(
-        scenes=scenes, data_dir=args.data_dir, benchmark="aeqa", uids="hm3d_val_v0.2",
+        scenes=scenes,
+        data_dir=args.data_dir,
+        benchmark="aeqa",
+        uids="hm3d_val_v0.2",
         archives="val split only (hm3d-val-glb-v0.2.tar and the navmeshes, "
         "hm3d-val-habitat-v0.2.tar; A-EQA needs no train scene)",
         counts=f"{n_scenes} val scenes are",
-    )  # fmt: skip
+    )
 
 
 # ----------------------------------------------------------------------------- fetch
@@ -76,8 +81,7 @@ def add_check_args(p: argparse.ArgumentParser) -> None:
 
 def check(args: argparse.Namespace) -> int:
     """A DataError (a missing or unreadable file) is printed by the ``data`` command."""
-    rep = check_aeqa(Path(args.data_dir), args.questions_file, args.scenes_dir,
-                     sim=args.sim)  # fmt: skip
+    rep = check_aeqa(Path(args.data_dir), args.questions_file, args.scenes_dir, sim=args.sim)
     print(rep.render())
     if not rep.ok and any(m.startswith("scene ") for m in rep.missing):
         steps = aeqa_instructions(args, rep.items)

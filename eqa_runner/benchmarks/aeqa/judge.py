@@ -78,11 +78,24 @@ class AEQAJudge(LLMMatchJudge):
     reads = frozenset({cap.QUESTION, cap.OPEN_ANSWER, cap.REFERENCE_PATH})
     aggregate_reads = AggregateReads(
         fields=frozenset({"category", "subset"}),
-        metrics=frozenset({"llm_match", "llm_match_spl", "score_1to5", "has_path",
-                           "missing_prediction", "path_len", "path_len_geodesic", "path_len_xz",
-                           "reference_path_length", "weight", "steps_taken", "path_infinite",
-                           "stopped_early"}),
-    )  # fmt: skip
+        metrics=frozenset(
+            {
+                "llm_match",
+                "llm_match_spl",
+                "score_1to5",
+                "has_path",
+                "missing_prediction",
+                "path_len",
+                "path_len_geodesic",
+                "path_len_xz",
+                "reference_path_length",
+                "weight",
+                "steps_taken",
+                "path_infinite",
+                "stopped_early",
+            }
+        ),
+    )
 
     headline = "llm_match"
     metric_list = (
@@ -213,8 +226,9 @@ class AEQAJudge(LLMMatchJudge):
         clusters = clusters_of([r for r, _, _ in vals])  # blind stand-ins too
 
         def ci(xs: dict[str, float]) -> dict[str, Any]:
-            return interval_of(xs, clusters, method=interval, scale=100.0,
-                               samples=bootstrap_samples, seed=seed)  # fmt: skip
+            return interval_of(
+                xs, clusters, method=interval, scale=100.0, samples=bootstrap_samples, seed=seed
+            )
 
         def block(vs: Sequence[tuple[EpisodeRecord, float, float | None]]) -> dict[str, Any]:
             return {
@@ -244,10 +258,21 @@ class AEQAJudge(LLMMatchJudge):
         if self.applied_rule == "blind_fallback" and self.blind_run_dir is not None:
             blind, blind_model, blind_recs = load_blind_run(self.blind_run_dir)
         explores = any(r["metrics"].get("has_path") for r in records if r["status"] == "ok")
-        counts = dict.fromkeys(("judged", "no_reference_length", "no_path_length", "judge_failed",
-                                "missing_empty", "errors_excluded", "missing_not_run",
-                                "outside_blind_run", "blind_fallback_used",
-                                "blind_fallback_absent"), 0)  # fmt: skip
+        counts = dict.fromkeys(
+            (
+                "judged",
+                "no_reference_length",
+                "no_path_length",
+                "judge_failed",
+                "missing_empty",
+                "errors_excluded",
+                "missing_not_run",
+                "outside_blind_run",
+                "blind_fallback_used",
+                "blind_fallback_absent",
+            ),
+            0,
+        )
         # per question: (record, llm_match, llm_match_spl or None); marks unclipped (upstream)
         vals: list[tuple[EpisodeRecord, float, float | None]] = []
         seen: set[str] = set()
@@ -260,8 +285,11 @@ class AEQAJudge(LLMMatchJudge):
             if kind == "error":  # data / infrastructure / policy failure: no number at all
                 counts["errors_excluded"] += 1
                 continue
-            v = (self._judged(r, explores, counts) if kind is None
-                 else self._missing(r, f"missing_{kind}", blind, explores, counts))  # fmt: skip
+            v = (
+                self._judged(r, explores, counts)
+                if kind is None
+                else self._missing(r, f"missing_{kind}", blind, explores, counts)
+            )
             if v is not None:
                 vals.append(v)
         for i, r in blind_recs.items():
@@ -290,9 +318,13 @@ class AEQAJudge(LLMMatchJudge):
         return r, lm, spl
 
     def _missing(
-        self, r: EpisodeRecord, kind: str, blind: dict[str, int], explores: bool,
+        self,
+        r: EpisodeRecord,
+        kind: str,
+        blind: dict[str, int],
+        explores: bool,
         counts: dict[str, int],
-    ) -> tuple[EpisodeRecord, float, float | None] | None:  # fmt: skip
+    ) -> tuple[EpisodeRecord, float, float | None] | None:
         counts[kind] += 1
         if self.applied_rule == "exclude":
             return None
@@ -306,20 +338,25 @@ class AEQAJudge(LLMMatchJudge):
         """Whether this row can stand beside the published A-EQA rows (3D-Mem's scorer)."""
         why = []
         if self.missing_prediction != "blind_fallback":
-            why.append(f"judge.missing_prediction={self.missing_prediction} (published: "
-                       "blind_fallback)")  # fmt: skip
+            why.append(
+                f"judge.missing_prediction={self.missing_prediction} (published: blind_fallback)"
+            )
         elif self.blind_run_dir is None and not self.is_blind_baseline:
-            why.append("scored without a blind run (judge.blind_run_dir is unset), so missing "
-                       "predictions scored 0 instead of the blind answer's mark")  # fmt: skip
+            why.append(
+                "scored without a blind run (judge.blind_run_dir is unset), so missing "
+                "predictions scored 0 instead of the blind answer's mark"
+            )
         if self.missing_path != "weight0":
             why.append(f"judge.missing_path={self.missing_path} (published: weight0)")
         if not why:
             what = "the blind baseline" if self.is_blind_baseline else "scored"
-            return {"comparable": True,
-                    "note": f"{what} as the published rows (3D-Mem-AEQA-Eval)"}  # fmt: skip
-        return {"comparable": False, "note": "NOT comparable with the published A-EQA rows: "
-                + "; ".join(why) + ". Run experiment=aeqa_published "
-                "(eqa_runner/benchmarks/aeqa/README.md)."}  # fmt: skip
+            return {"comparable": True, "note": f"{what} as the published rows (3D-Mem-AEQA-Eval)"}
+        reasons = "; ".join(why)
+        note = (
+            f"NOT comparable with the published A-EQA rows: {reasons}. Run "
+            "experiment=aeqa_published (eqa_runner/benchmarks/aeqa/README.md)."
+        )
+        return {"comparable": False, "note": note}
 
     def _summary(
         self,
@@ -354,8 +391,11 @@ class AEQAJudge(LLMMatchJudge):
             },
         }
         if self.applied_rule == "blind_fallback":
-            out["blind_fallback"] = {"source": str(self.blind_run_dir), "judge_model": blind_model,
-                                     "questions": len(blind)}  # fmt: skip
+            out["blind_fallback"] = {
+                "source": str(self.blind_run_dir),
+                "judge_model": blind_model,
+                "questions": len(blind),
+            }
             mine = self.llm_overrides.get("model")
             if blind_model and mine and blind_model != mine:
                 out["blind_fallback"]["note"] = (
@@ -372,8 +412,13 @@ class AEQAJudge(LLMMatchJudge):
             xs = [v for m in ms if (v := _num(m.get(key))) is not None and math.isfinite(v)]
             if not xs:
                 return {"mean": None, "median": None, "min": None, "max": None, "n": 0}
-            return {"mean": statistics.fmean(xs), "median": statistics.median(xs),
-                    "min": min(xs), "max": max(xs), "n": len(xs)}  # fmt: skip
+            return {
+                "mean": statistics.fmean(xs),
+                "median": statistics.median(xs),
+                "min": min(xs),
+                "max": max(xs),
+                "n": len(xs),
+            }
 
         return {
             "episodes": len(ms),

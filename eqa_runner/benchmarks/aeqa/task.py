@@ -94,8 +94,11 @@ def start_pose(rec: dict[str, Any], where: str) -> dict[str, Any]:
     """Start position, rotation (w, x, y, z, normalised) and HM3D scene of one pose record."""
     pos, rot, scene = _first(rec, _POS), _first(rec, _ROT), _first(rec, _SCENE)
     if pos is None or rot is None or scene is None:
-        missing = [n for n, v in (("position", pos), ("rotation", rot), ("episode_history", scene))
-                   if v is None]  # fmt: skip
+        missing = [
+            n
+            for n, v in (("position", pos), ("rotation", rot), ("episode_history", scene))
+            if v is None
+        ]
         raise DataError(f"{where}: missing field(s) {', '.join(missing)} of the start pose.")
     q = _vector(rot, 4, where, "rotation")
     norm = math.sqrt(math.fsum(x * x for x in q))
@@ -157,8 +160,15 @@ def _poses(pose_recs: list[Any], poses_file: Path, dups: Duplicates) -> dict[str
         if isinstance(rec, dict) and rec.get("question_id"):
             qid, where = str(rec["question_id"]), f"{poses_file}: record {i}"
             first.setdefault(qid, i)
-            dups.put(poses, qid, start_pose(rec, where), where, poses_file, "question id",
-                     f"record {first[qid]}")  # fmt: skip
+            dups.put(
+                poses,
+                qid,
+                start_pose(rec, where),
+                where,
+                poses_file,
+                "question id",
+                f"record {first[qid]}",
+            )
     return poses
 
 
@@ -208,7 +218,7 @@ def load_aeqa(
                 list(ep.extra_answers),
                 pose["scene"],
                 meta,
-            )  # fmt: skip
+            )
         )
     return episodes
 
@@ -238,8 +248,9 @@ class AEQATask(Task):
         if self.path_lengths_file.is_file() or self.config.require_path_lengths:
             lengths = load_path_lengths(self.path_lengths_file)
         self.duplicates.clear()
-        eps = load_aeqa(self.questions_file, self.openeqa_file, self.poses_file, lengths,
-                        dups=self.duplicates)  # fmt: skip
+        eps = load_aeqa(
+            self.questions_file, self.openeqa_file, self.poses_file, lengths, dups=self.duplicates
+        )
         if self.config.categories:
             eps = [e for e in eps if e.category in self.config.categories]
         return sorted(eps, key=lambda e: e.scene)  # one scene load per scene
@@ -261,8 +272,9 @@ class AEQATask(Task):
             _, d, h = parse_scene_id(scene)
             return self.scenes_dir / "val" / d / f"{h}.basis.glb"
 
-        scenes = missing_scenes((e.scene for e in episodes), self.scenes_dir, sim, FETCH_HINT,
-                                expected)  # fmt: skip
+        scenes = missing_scenes(
+            (e.scene for e in episodes), self.scenes_dir, sim, FETCH_HINT, expected
+        )
         return missing_by_episode(episodes, scenes)
 
     def check(self, episodes: Sequence[Episode]) -> list[str]:
@@ -279,8 +291,11 @@ class AEQATask(Task):
         def digest(p: Path) -> str | None:
             return hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else None
 
-        files = {"questions": self.questions_file, "poses": self.poses_file,
-                 "path_lengths": self.path_lengths_file}  # fmt: skip
+        files = {
+            "questions": self.questions_file,
+            "poses": self.poses_file,
+            "path_lengths": self.path_lengths_file,
+        }
         return {
             "name": self.name,
             "data_dir": str(self.data_dir),

@@ -36,9 +36,11 @@ from eqa_runner.types import Episode, EpisodeRecord
 
 ANSWERS = "gpt_answer.json"  # get-scores.py reads data/metrics/gpt_answer-metrics.json
 PATH_LENGTHS = "path_length_list.pkl"
-COMMAND = ("rm -f data/metrics/gpt_answer-metrics.json && python evaluate-predictions.py "
-           "--dataset data/open-eqa-184.json {file}{force} && python get-scores.py "
-           "--dataset open-eqa-184 --result-path {out}")  # fmt: skip
+COMMAND = (
+    "rm -f data/metrics/gpt_answer-metrics.json && python evaluate-predictions.py "
+    "--dataset data/open-eqa-184.json {file}{force} && python get-scores.py "
+    "--dataset open-eqa-184 --result-path {out}"
+)
 
 
 class AEQAPredictions(UpstreamFormat):
@@ -57,10 +59,14 @@ class AEQAPredictions(UpstreamFormat):
         items = predictions(records)
         write_json_atomic(out / ANSWERS, items)
         ok = [r for r in records if r["status"] == "ok"]
-        lengths = {str(r["episode_id"]): finite(r["metrics"].get("path_len"))
-                   for r in ok if r["metrics"].get("has_path")}  # fmt: skip
-        self.last_command = COMMAND.format(file=out / ANSWERS, out=out,
-                                           force=force_flag(len(items), episodes))  # fmt: skip
+        lengths = {
+            str(r["episode_id"]): finite(r["metrics"].get("path_len"))
+            for r in ok
+            if r["metrics"].get("has_path")
+        }
+        self.last_command = COMMAND.format(
+            file=out / ANSWERS, out=out, force=force_flag(len(items), episodes)
+        )
         return [out / ANSWERS, dump_pickle(lengths, out / PATH_LENGTHS)]
 
     def read(self, path: Path, episodes: Sequence[Episode]) -> list[Imported]:

@@ -37,10 +37,15 @@ def check_express(
     qfile = Path(questions_file) if questions_file else data_dir / QUESTIONS_FILE
     scenes_dir = Path(scenes_dir) if scenes_dir else data_dir / "scenes"
     eps = load_questions(qfile)
-    task = ExpressTask(data_dir=str(data_dir), questions_file=str(qfile),
-                       scenes_dir=str(scenes_dir), simulator=SIMULATORS[sim])  # fmt: skip
-    rep = check_scene_files(scenes_dir, eps, "express", lambda e: e.meta.get("split", "all"),
-                            presence=task.missing(eps))  # fmt: skip
+    task = ExpressTask(
+        data_dir=str(data_dir),
+        questions_file=str(qfile),
+        scenes_dir=str(scenes_dir),
+        simulator=SIMULATORS[sim],
+    )
+    rep = check_scene_files(
+        scenes_dir, eps, "express", lambda e: e.meta.get("split", "all"), presence=task.missing(eps)
+    )
     if poses and not rep.missing and not rep.broken:
         rep.broken += off_floor_poses(scenes_dir, eps)
     return rep
@@ -100,12 +105,14 @@ def express_instructions(data_dir: Path) -> str:
     except Exception:
         pass
     return HM3D_INSTRUCTIONS.format(
-        scenes=Path(data_dir) / "scenes", data_dir=data_dir, benchmark="express",
+        scenes=Path(data_dir) / "scenes",
+        data_dir=data_dir,
+        benchmark="express",
         uids="hm3d_val_v0.2 hm3d_train_v0.2",
         archives='"<split>-glb" (hm3d-<split>-glb-v0.2.tar) and "<split>-habitat" (navmeshes, '
         "hm3d-<split>-habitat-v0.2.tar) archives of the val and train splits",
         counts=f"{n_val} val and {n_train} train scenes are",
-    )  # fmt: skip
+    )
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -138,8 +145,9 @@ def add_check_args(p: argparse.ArgumentParser) -> None:
 
 def check(args: argparse.Namespace) -> int:
     """A DataError (a missing or unreadable file) is printed by the ``data`` command."""
-    rep = check_express(Path(args.data_dir), args.questions_file, args.scenes_dir,
-                        poses=args.poses, sim=args.sim)  # fmt: skip
+    rep = check_express(
+        Path(args.data_dir), args.questions_file, args.scenes_dir, poses=args.poses, sim=args.sim
+    )
     print(rep.render())
     if not rep.ok and rep.missing:
         print(f"\nTo stage the scenes:\n{express_instructions(Path(args.data_dir))}")

@@ -120,10 +120,11 @@ class EACJudge(Judge):
     reads = frozenset({cap.QUESTION, cap.OPEN_ANSWER, cap.GOAL, cap.TRAJECTORY, cap.FINAL_FRAME})
     aggregate_reads = AggregateReads(
         fields=frozenset({"category", "subset"}),
-        metrics=frozenset({"c", "c_star", "path_len", "gt_geodesic", "d_t", "d_t_valid", "sigma",
-                           "delta"}),
+        metrics=frozenset(
+            {"c", "c_star", "path_len", "gt_geodesic", "d_t", "d_t_valid", "sigma", "delta"}
+        ),
         trace=frozenset({"d_t", "d_t_valid", "gt_geodesic", "stopped_early"}),
-    )  # fmt: skip
+    )
 
     headline = "C"
     metric_list = (

@@ -252,8 +252,13 @@ class ExpressTask(Task):
             split, d, h = parse_scene_id(scene)
             return self.scenes_dir / (split or "val") / d / f"{h}.basis.glb"
 
-        scenes = missing_scenes((e.scene for e in episodes), self.scenes_dir,
-                                self.make_simulator_stub(), SCENES_HINT, expected)  # fmt: skip
+        scenes = missing_scenes(
+            (e.scene for e in episodes),
+            self.scenes_dir,
+            self.make_simulator_stub(),
+            SCENES_HINT,
+            expected,
+        )
         return missing_by_episode(episodes, scenes)
 
     def describe(self) -> dict[str, Any]:

@@ -42,8 +42,10 @@ from eqa_runner.types import Episode, EpisodeRecord
 
 RESULTS = "results.pkl"
 READ_FIELDS = ("EAC", "path_len", "geodesic_distance", "goal_dis")  # what evaluation.score reads
-COMMAND = ('python -c "import pickle, evaluation; '
-           "print(evaluation.score(pickle.load(open('{file}', 'rb'))))\"")  # fmt: skip
+COMMAND = (
+    'python -c "import pickle, evaluation; '
+    "print(evaluation.score(pickle.load(open('{file}', 'rb'))))\""
+)
 
 
 def _eac(rec: EpisodeRecord) -> str:
@@ -77,7 +79,7 @@ def _result(rec: EpisodeRecord, ep: Episode) -> dict[str, Any]:
         "path": {
             f"step_{k}": {"pts": s.get("position"), "rotation": s.get("rotation")}
             for k, s in enumerate(steps)
-        },  # fmt: skip
+        },
     }
     if not judged:  # score() leaves an item with an infinite path out of C, C*, E_path
         out.update(judge_unparsable=True, path_len_measured=path_len)
@@ -96,8 +98,11 @@ class ExpressResults(UpstreamFormat):
         self, records: Sequence[EpisodeRecord], episodes: Sequence[Episode], out_dir: Path
     ) -> list[Path]:
         index = {e.episode_id: e for e in episodes}
-        rows = [_result(r, index[str(r["episode_id"])]) for r in records
-                if r["status"] == "ok" and str(r["episode_id"]) in index]  # fmt: skip
+        rows = [
+            _result(r, index[str(r["episode_id"])])
+            for r in records
+            if r["status"] == "ok" and str(r["episode_id"]) in index
+        ]
         path = dump_pickle(rows, Path(out_dir) / RESULTS)
         self.last_command = COMMAND.format(file=path)
         return [path]
@@ -110,15 +115,19 @@ class ExpressResults(UpstreamFormat):
         return [self._one(res, i, path, rows) for i, res in enumerate(data)]
 
     def _one(self, res: Any, i: int, path: Path, rows: dict[int, Episode]) -> Imported:
-        missing = [k for k in ("question_ind", "gen_answer", *READ_FIELDS)
-                   if not isinstance(res, dict) or k not in res]  # fmt: skip
+        missing = [
+            k
+            for k in ("question_ind", "gen_answer", *READ_FIELDS)
+            if not isinstance(res, dict) or k not in res
+        ]
         if missing:
             raise DataError(f"{path}: item {i} lacks {', '.join(missing)}")
         q = int_field(path, i, "question_ind", res["question_ind"])
         if q not in rows:
-            raise DataError(f"{path}: item {i}: question_ind {q} is not a record of the task's "
-                            f"question file ({len(rows)} selected; a task filter leaves it "
-                            "out?)")  # fmt: skip
+            raise DataError(
+                f"{path}: item {i}: question_ind {q} is not a record of the task's question "
+                f"file ({len(rows)} selected; a task filter leaves it out?)"
+            )
         ep = rows[q]
         nums = {k: num_field(path, i, k, res[k]) for k in READ_FIELDS[1:]}
         if res.get("judge_unparsable") is True and "path_len_measured" in res:
@@ -154,8 +163,10 @@ def _steps(steps: Any, path: Path, i: int) -> list[dict[str, Any]]:
     for k, (name, s) in enumerate(steps.items()):
         if not isinstance(s, dict) or s.get("pts") is None:
             continue
-        step: dict[str, Any] = {"step": k, "position": vec_field(path, i, f"path.{name}.pts",
-                                                                 s["pts"], 3)}  # fmt: skip
+        step: dict[str, Any] = {
+            "step": k,
+            "position": vec_field(path, i, f"path.{name}.pts", s["pts"], 3),
+        }
         if s.get("rotation") is not None:
             step["rotation"] = vec_field(path, i, f"path.{name}.rotation", s["rotation"], 4)
         out.append(step)

@@ -79,8 +79,9 @@ def check_hmeqa(
         simulator=SIMULATORS[sim],
     )
     eps = task.load_episodes()
-    rep = check_scene_files(task.scenes_dir, eps, "hmeqa", lambda e: "all",
-                            presence=task.missing(eps))  # fmt: skip
+    rep = check_scene_files(
+        task.scenes_dir, eps, "hmeqa", lambda e: "all", presence=task.missing(eps)
+    )
     cats = Counter(e.category for e in eps)
     padded = Counter(len(e.meta["padding"]) for e in eps)
     on_pad = [e for e in eps if e.meta.get("answer_is_padding")]
@@ -120,8 +121,9 @@ def add_check_args(p: argparse.ArgumentParser) -> None:
 
 def check(args: argparse.Namespace) -> int:
     """A DataError (a missing or unreadable file) is printed by the ``data`` command."""
-    rep, notes = check_hmeqa(Path(args.data_dir), args.questions_file, args.scenes_dir,
-                             sim=args.sim)  # fmt: skip
+    rep, notes = check_hmeqa(
+        Path(args.data_dir), args.questions_file, args.scenes_dir, sim=args.sim
+    )
     print("\n".join([rep.render(), *notes]))
     if not rep.ok and rep.missing:
         print(f"\nTo stage the scenes:\n{hmeqa_instructions(Path(args.data_dir))}")

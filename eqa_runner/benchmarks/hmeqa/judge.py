@@ -67,9 +67,10 @@ class HMEQAJudge(Judge):
     aggregate_reads = AggregateReads(
         fields=frozenset({"category", "answer"}),
         metrics=frozenset({"accuracy", "success_weighted", "success_max", "unparsable"}),
-        trace=frozenset({"answer_path", "answer_sources", "confidence_sources", "choices",
-                         "answer_rule"}),
-    )  # fmt: skip
+        trace=frozenset(
+            {"answer_path", "answer_sources", "confidence_sources", "choices", "answer_rule"}
+        ),
+    )
 
     headline = "accuracy"
     metric_list = (
@@ -107,8 +108,11 @@ class HMEQAJudge(Judge):
         scored = [r for r in records if r["status"] == "ok" and r["judge_ok"]]
         out: dict[str, dict[str, float]] = {}
         for name in ("accuracy", "success_weighted", "success_max"):
-            vals = {str(r["episode_id"]): 100.0 * float(v) for r in scored
-                    if (v := r["metrics"].get(name)) is not None}  # fmt: skip
+            vals = {
+                str(r["episode_id"]): 100.0 * float(v)
+                for r in scored
+                if (v := r["metrics"].get(name)) is not None
+            }
             if vals or name == "accuracy":
                 out[name] = vals
         return out

@@ -173,8 +173,9 @@ def check_options(choices: Sequence[str], where: str) -> None:
     or that offers nothing to choose (every option empty or the padding)."""
     real = [c for c in choices if c and c != PADDING]
     if not real:
-        raise DataError(f"{where}: field choices: every option is empty or {PADDING!r}; "
-                        "nothing to choose.")  # fmt: skip
+        raise DataError(
+            f"{where}: field choices: every option is empty or {PADDING!r}; nothing to choose."
+        )
     seen: dict[str, int] = {}
     for k, c in enumerate(choices):
         if not c or c == PADDING:
@@ -290,8 +291,9 @@ class HMEQATask(Task):
             _, d, h = parse_scene_id(scene)
             return self.scenes_dir / d / f"{h}.basis.glb"
 
-        scenes = missing_scenes((e.scene for e in episodes), self.scenes_dir, sim, SCENES_HINT,
-                                expected)  # fmt: skip
+        scenes = missing_scenes(
+            (e.scene for e in episodes), self.scenes_dir, sim, SCENES_HINT, expected
+        )
         return missing_by_episode(episodes, scenes)
 
     def describe(self) -> dict[str, Any]:

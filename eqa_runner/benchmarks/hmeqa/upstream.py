@@ -60,8 +60,12 @@ def _step(s: dict[str, Any]) -> dict[str, Any]:
         rel = np.array([r, 1.0 - r])
     else:  # a black frame (or no parsable answer): upstream's placeholder
         pred, rel = np.ones(len(LETTERS)) / len(LETTERS), np.array(BLACK_REL)
-    return {"pts": list(map(float, s.get("position") or [0, 0, 0])),
-            "angle": _yaw(s.get("rotation")), "smx_vlm_pred": pred, "smx_vlm_rel": rel}  # fmt: skip
+    return {
+        "pts": list(map(float, s.get("position") or [0, 0, 0])),
+        "angle": _yaw(s.get("rotation")),
+        "smx_vlm_pred": pred,
+        "smx_vlm_rel": rel,
+    }
 
 
 def _no_answer(rec: EpisodeRecord) -> dict[str, Any]:
@@ -113,13 +117,19 @@ class HMEQAResults(UpstreamFormat):
                 raise DataError(f"{path}: item {i} has no question_ind")
             q = int_field(path, i, "question_ind", res["question_ind"])
             if str(q) not in rows:
-                raise DataError(f"{path}: item {i}: question_ind {q} is not a row of the task's "
-                                f"questions ({len(episodes)} selected; a task.categories / "
-                                "task.scenes filter leaves it out?)")  # fmt: skip
+                raise DataError(
+                    f"{path}: item {i}: question_ind {q} is not a row of the task's "
+                    f"questions ({len(episodes)} selected; a task.categories / "
+                    "task.scenes filter leaves it out?)"
+                )
             steps = _read_steps(res, path, i)
             k = None if res.get("no_answer") is True else apply_rule("max", steps).index
-            trace = {"steps": steps, "answer_rule": "max", "steps_taken": len(steps),
-                     "final_position": steps[-1]["position"] if steps else None}  # fmt: skip
+            trace = {
+                "steps": steps,
+                "answer_rule": "max",
+                "steps_taken": len(steps),
+                "final_position": steps[-1]["position"] if steps else None,
+            }
             out.append(Imported(str(q), None if k is None else LETTERS[k], trace))
         return out
 
@@ -134,7 +144,15 @@ def _read_steps(res: dict[str, Any], path: Path, i: int) -> list[dict[str, Any]]
         pred = vec_field(path, i, f"{name}.smx_vlm_pred", s["smx_vlm_pred"], len(LETTERS))
         rel = vec_field(path, i, f"{name}.smx_vlm_rel", s["smx_vlm_rel"], 2)[0]
         pts = vec_field(path, i, f"{name}.pts", s["pts"], 3) if "pts" in s else []
-        steps.append({"step": t, "position": pts, "answer_probs": pred, "confidence": rel,
-                      "answer_source": "upstream", "confidence_source": "upstream"})  # fmt: skip
+        steps.append(
+            {
+                "step": t,
+                "position": pts,
+                "answer_probs": pred,
+                "confidence": rel,
+                "answer_source": "upstream",
+                "confidence_source": "upstream",
+            }
+        )
         t += 1
     return steps

@@ -26,8 +26,9 @@ splits (glb + habitat navmeshes), and put each scene at
 
 
 def instructions(data_dir: Path, n_scenes: int | str = "?") -> str:
-    return INSTRUCTIONS.format(data_dir=data_dir, scenes=Path(data_dir) / "scenes",
-                               n_scenes=n_scenes)  # fmt: skip
+    return INSTRUCTIONS.format(
+        data_dir=data_dir, scenes=Path(data_dir) / "scenes", n_scenes=n_scenes
+    )
 
 
 def add_check_args(p: argparse.ArgumentParser) -> None:
@@ -41,12 +42,16 @@ def check(args: argparse.Namespace) -> int:
     from eqa_runner.benchmarks.mt_hm3d.task import MTHM3DTask
 
     data_dir = Path(args.data_dir)
-    task = MTHM3DTask(data_dir=str(data_dir), simulator=SIMULATORS[args.sim],
-                      questions_file=str(args.questions_file) if args.questions_file else None,
-                      scenes_dir=str(args.scenes_dir) if args.scenes_dir else None)  # fmt: skip
+    task = MTHM3DTask(
+        data_dir=str(data_dir),
+        simulator=SIMULATORS[args.sim],
+        questions_file=str(args.questions_file) if args.questions_file else None,
+        scenes_dir=str(args.scenes_dir) if args.scenes_dir else None,
+    )
     eps = task.load_episodes()
-    rep = check_scene_files(task.scenes_dir, eps, "mt_hm3d", lambda e: "all",
-                            presence=task.missing(eps))  # fmt: skip
+    rep = check_scene_files(
+        task.scenes_dir, eps, "mt_hm3d", lambda e: "all", presence=task.missing(eps)
+    )
     cats = Counter(e.category for e in eps)
     yes_no = sum(1 for e in eps if e.meta.get("yes_no"))
     print(rep.render())

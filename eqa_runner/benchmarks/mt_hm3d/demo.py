@@ -28,9 +28,8 @@ def _questions(apt: Apartment, rng: np.random.Generator) -> list[tuple[str, list
     a, b, c = unique[:3]
     rooms = sorted({r.name for r in apt.rooms if r.accessible})
     out = []
-    same = a.room == b.room
-    out.append((f"Are the {_disp(a.name)} and the {_disp(b.name)} in the same room?",
-                ["Yes", "No"], "Yes" if same else "No", "yes/no"))  # fmt: skip
+    q = f"Are the {_disp(a.name)} and the {_disp(b.name)} in the same room?"
+    out.append((q, ["Yes", "No"], "Yes" if a.room == b.room else "No", "yes/no"))
     q = f"Is there a {_disp(c.name)} in the {a.room} and a {_disp(b.name)} in the {b.room}?"
     out.append((q, ["Yes", "No"], "Yes" if c.room == a.room else "No", "yes/no"))
     names = sorted(by_name, key=lambda n: (-by_name[n], n))[:2]
@@ -38,8 +37,8 @@ def _questions(apt: Apartment, rng: np.random.Generator) -> list[tuple[str, list
     opts = sorted({str(total), *(str(max(1, total + d)) for d in (-2, -1, 1, 2))})[:4]
     if str(total) not in opts:
         opts[-1] = str(total)
-    out.append((f"How many {_disp(names[0])}s and {_disp(names[1])}s are there altogether?",
-                opts, str(total), "count"))  # fmt: skip
+    q = f"How many {_disp(names[0])}s and {_disp(names[1])}s are there altogether?"
+    out.append((q, opts, str(total), "count"))
     right = f"{a.room} and {c.room}"
     wrong = [
         f"{x} and {y}"
@@ -47,8 +46,8 @@ def _questions(apt: Apartment, rng: np.random.Generator) -> list[tuple[str, list
             _others(rooms, a.room, 3, rng), _others(rooms, c.room, 3, rng), strict=False
         )
     ]
-    out.append((f"Where are the {_disp(a.name)} and the {_disp(c.name)}?",
-                [right, *[w for w in wrong if w != right][:3]], right, "location"))  # fmt: skip
+    q = f"Where are the {_disp(a.name)} and the {_disp(c.name)}?"
+    out.append((q, [right, *[w for w in wrong if w != right][:3]], right, "location"))
     return out
 
 
@@ -56,8 +55,16 @@ def _rows(scene: str, apt: Apartment, rng: np.random.Generator) -> list[dict[str
     rows = []
     for q, real, true, label in _questions(apt, rng):
         opts = _pad(real, rng)
-        rows.append({"scene": scene, "floor": "0", "question": q, "choices": repr(opts),
-                     "answer": LETTERS[opts.index(true)], "label": label})  # fmt: skip
+        rows.append(
+            {
+                "scene": scene,
+                "floor": "0",
+                "question": q,
+                "choices": repr(opts),
+                "answer": LETTERS[opts.index(true)],
+                "label": label,
+            }
+        )
     return rows
 
 

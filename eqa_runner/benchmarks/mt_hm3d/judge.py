@@ -54,9 +54,12 @@ class MTHM3DJudge(Judge):
     config: Schema
 
     async def score(
-        self, episode: Episode, prediction: Prediction, llm: LLMClient,
+        self,
+        episode: Episode,
+        prediction: Prediction,
+        llm: LLMClient,
         prompts_dir: str | None = None,
-    ) -> Score:  # fmt: skip
+    ) -> Score:
         trace = prediction.trace or {}
         n = len(trace.get("choices") or episode.meta.get("choices") or "ABCD")
         final = chosen_letter(prediction.answer, n)
@@ -75,20 +78,27 @@ class MTHM3DJudge(Judge):
     def episode_values(self, records: Sequence[EpisodeRecord]) -> dict[str, dict[str, float]]:
         scored = [r for r in records if r["status"] == "ok" and r["judge_ok"]]
         return {
-            f"{name}_rate": {str(r["episode_id"]): 100.0 * float(r["metrics"].get(name) or 0.0)
-                             for r in scored}
+            f"{name}_rate": {
+                str(r["episode_id"]): 100.0 * float(r["metrics"].get(name) or 0.0) for r in scored
+            }
             for name in RATES
-        }  # fmt: skip
+        }
 
     def aggregate(
-        self, records: Sequence[EpisodeRecord], *, bootstrap_samples: int = 1000, seed: int = 0,
+        self,
+        records: Sequence[EpisodeRecord],
+        *,
+        bootstrap_samples: int = 1000,
+        seed: int = 0,
         interval: str = "cluster",
-    ) -> dict[str, Any]:  # fmt: skip
+    ) -> dict[str, Any]:
         scored = [r for r in records if r["status"] == "ok" and r["judge_ok"]]
         clusters = clusters_of(scored)
         kw: dict[str, Any] = {"samples": bootstrap_samples, "seed": seed}
-        headline = {name: interval_of(vals, clusters, method=interval, **kw)
-                    for name, vals in self.episode_values(scored).items()}  # fmt: skip
+        headline = {
+            name: interval_of(vals, clusters, method=interval, **kw)
+            for name, vals in self.episode_values(scored).items()
+        }
         steps = {}
         for name in STEPS:
             vals = [float(v) for r in scored if (v := r["metrics"].get(name)) is not None]
@@ -102,6 +112,11 @@ class MTHM3DJudge(Judge):
                 "(MemoryEQA's metrics; eqa_runner/benchmarks/mt_hm3d/README.md)"
             ),
             "steps": steps,
-            "by_category": breakdown(scored, lambda r: r["category"],
-                                     lambda r: r["metrics"].get("success"), scale=100.0, **kw),
-        }  # fmt: skip
+            "by_category": breakdown(
+                scored,
+                lambda r: r["category"],
+                lambda r: r["metrics"].get("success"),
+                scale=100.0,
+                **kw,
+            ),
+        }

@@ -82,8 +82,9 @@ class MTHM3DTask(HMEQATask):
             _, d, h = parse_scene_id(scene)
             return self.scenes_dir / d / f"{h}.basis.glb"
 
-        scenes = missing_scenes((e.scene for e in episodes), self.scenes_dir, sim, SCENES_HINT,
-                                expected)  # fmt: skip
+        scenes = missing_scenes(
+            (e.scene for e in episodes), self.scenes_dir, sim, SCENES_HINT, expected
+        )
         return missing_by_episode(episodes, scenes)
 
 
@@ -102,7 +103,9 @@ def _floor_zero(poses: dict[str, dict[str, Any]], questions: Path) -> dict[str, 
         if scene and f"{scene}_0" in poses:
             out[f"{scene}_{floor}"] = poses[f"{scene}_0"]
         elif scene and f"{scene}_{floor}" not in poses:
-            raise DataError(f"{questions}: no start pose {scene}_0 for scene {scene} "
-                            "(MemoryEQA starts every question there; task.pose_floor=question "
-                            "uses the question's floor).")  # fmt: skip
+            raise DataError(
+                f"{questions}: no start pose {scene}_0 for scene {scene} "
+                "(MemoryEQA starts every question there; task.pose_floor=question "
+                "uses the question's floor)."
+            )
     return out

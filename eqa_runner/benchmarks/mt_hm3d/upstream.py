@@ -42,22 +42,34 @@ def _result(r: EpisodeRecord, ep: Episode) -> dict[str, Any]:
     for s in steps:
         letter = step_letter(s)
         conf = s.get("confidence")
-        out_steps.append({
-            "step": int(s.get("step", len(out_steps))), "pts": s.get("position") or [0, 0, 0],
-            "angle": _yaw(s.get("rotation")),
-            "smx_vlm_rel": None if conf is None else ("Yes" if conf >= 0.5 else "No"),
-            "smx_vlm_pred": letter, "is_success": letter == ep.answer,
-        })  # fmt: skip
+        out_steps.append(
+            {
+                "step": int(s.get("step", len(out_steps))),
+                "pts": s.get("position") or [0, 0, 0],
+                "angle": _yaw(s.get("rotation")),
+                "smx_vlm_rel": None if conf is None else ("Yes" if conf >= 0.5 else "No"),
+                "smx_vlm_pred": letter,
+                "is_success": letter == ep.answer,
+            }
+        )
     pred = r["prediction"]
     return {
-        "meta": {"question_ind": int(r["episode_id"]), "question": ep.question,
-                 "answer": ep.answer, "scene": ep.scene, "floor": ep.meta.get("floor"),
-                 "max_steps": int(trace.get("num_steps") or len(out_steps) or 1)},
+        "meta": {
+            "question_ind": int(r["episode_id"]),
+            "question": ep.question,
+            "answer": ep.answer,
+            "scene": ep.scene,
+            "floor": ep.meta.get("floor"),
+            "max_steps": int(trace.get("num_steps") or len(out_steps) or 1),
+        },
         "step": out_steps,
-        "summary": {"smx_vlm_pred": pred, "is_success": pred == ep.answer,
-                    "path_length": float(trace.get("path_len") or 0.0),
-                    "all_time_comsume": float((r.get("timings") or {}).get("total_s") or 0.0)},
-    }  # fmt: skip
+        "summary": {
+            "smx_vlm_pred": pred,
+            "is_success": pred == ep.answer,
+            "path_length": float(trace.get("path_len") or 0.0),
+            "all_time_comsume": float((r.get("timings") or {}).get("total_s") or 0.0),
+        },
+    }
 
 
 class MTHM3DResults(UpstreamFormat):
@@ -71,8 +83,11 @@ class MTHM3DResults(UpstreamFormat):
         self, records: Sequence[EpisodeRecord], episodes: Sequence[Episode], out_dir: Path
     ) -> list[Path]:
         known = {e.episode_id: e for e in episodes}
-        items = [_result(r, known[str(r["episode_id"])]) for r in records
-                 if str(r["episode_id"]) in known]  # fmt: skip
+        items = [
+            _result(r, known[str(r["episode_id"])])
+            for r in records
+            if str(r["episode_id"]) in known
+        ]
         out = Path(out_dir) / RESULTS
         out.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(out, json.dumps(items, indent=1))
@@ -98,11 +113,16 @@ class MTHM3DResults(UpstreamFormat):
                     "(MemoryEQA results.json)"
                 ) from None
             if qid not in known:
-                raise DataError(f"{path}: item {i}: question_ind {qid} is not a question of the "
-                                "task; pass the task.data_dir the file was made from")  # fmt: skip
+                raise DataError(
+                    f"{path}: item {i}: question_ind {qid} is not a question of the "
+                    "task; pass the task.data_dir the file was made from"
+                )
             steps = [_step(s, t) for t, s in enumerate(raw_steps)]
-            trace = {"steps": steps, "num_steps": int(res["meta"].get("max_steps") or len(steps)),
-                     "answer_rule": "upstream"}  # fmt: skip
+            trace = {
+                "steps": steps,
+                "num_steps": int(res["meta"].get("max_steps") or len(steps)),
+                "answer_rule": "upstream",
+            }
             out.append(Imported(qid, None if pred is None else str(pred), trace))
         return out
 
@@ -113,6 +133,9 @@ def _step(s: dict[str, Any], t: int) -> dict[str, Any]:
     probs = [1.0 if x == letter else 0.0 for x in LETTERS] if letter in tuple(LETTERS) else None
     if isinstance(pred, list) and len(pred) == len(LETTERS):
         probs = [float(v) for v in pred]
-    return {"step": int(s.get("step", t)) if isinstance(s, dict) else t,
-            "position": s.get("pts") if isinstance(s, dict) else None,
-            "answer_probs": probs, "answer_source": "upstream"}  # fmt: skip
+    return {
+        "step": int(s.get("step", t)) if isinstance(s, dict) else t,
+        "position": s.get("pts") if isinstance(s, dict) else None,
+        "answer_probs": probs,
+        "answer_source": "upstream",
+    }

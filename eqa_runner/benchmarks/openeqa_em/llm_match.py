@@ -89,9 +89,15 @@ class LLMMatchJudge(Judge):
     headline = "llm_match"
     metric_list: ClassVar[tuple[Metric, ...]] = (
         Metric("llm_match", per_category=True),
-        Metric("score_1to5", scale=MARK, headline=False, row=True, levels=(1, 2, 3, 4, 5),
-               label="mark 1–5"),
-    )  # fmt: skip
+        Metric(
+            "score_1to5",
+            scale=MARK,
+            headline=False,
+            row=True,
+            levels=(1, 2, 3, 4, 5),
+            label="mark 1–5",
+        ),
+    )
 
     config_class = Schema
     config: Schema
@@ -124,8 +130,11 @@ class LLMMatchJudge(Judge):
         prompts_dir: str | None = None,
     ) -> Score:
         if prediction.answer is None:  # open-eqa's get_llm_match_score: None scores 0 (0 %)
-            return Score(ok=True, raw=NO_PREDICTION, metrics={"score_1to5": 1.0, "llm_match": 0.0,
-                                                              "no_prediction": 1.0})  # fmt: skip
+            return Score(
+                ok=True,
+                raw=NO_PREDICTION,
+                metrics={"score_1to5": 1.0, "llm_match": 0.0, "no_prediction": 1.0},
+            )
         answer = prediction.answer
         shown, changed = self.prepare(episode, answer)
         if changed:
@@ -163,8 +172,11 @@ class LLMMatchJudge(Judge):
             str(r["episode_id"]): v for r in scored if (v := r["metrics"]["llm_match"]) is not None
         }
         kw: dict[str, Any] = {
-            "scale": 100.0, "samples": bootstrap_samples, "seed": seed, "method": interval,
-        }  # fmt: skip
+            "scale": 100.0,
+            "samples": bootstrap_samples,
+            "seed": seed,
+            "method": interval,
+        }
         return {
             "headline": {"llm_match": interval_of(vals, clusters_of(scored), **kw)},
             "metric_note": "llm_match: OpenEQA LLM-Match in percent, mean of 100*(s-1)/4 over "

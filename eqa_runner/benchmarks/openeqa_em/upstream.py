@@ -22,14 +22,19 @@ from eqa_runner.scoring.upstream import Imported, UpstreamFormat, by_id, str_fie
 from eqa_runner.types import Episode, EpisodeRecord
 
 PREDICTIONS = "predictions.json"
-COMMAND = ("python evaluate-predictions.py {file} --dataset data/open-eqa-v0.json "
-           "--output-directory {out}/metrics{force}")  # fmt: skip
+COMMAND = (
+    "python evaluate-predictions.py {file} --dataset data/open-eqa-v0.json "
+    "--output-directory {out}/metrics{force}"
+)
 
 
 def predictions(records: Sequence[EpisodeRecord]) -> list[dict[str, Any]]:
     """``[{"question_id", "answer"}]`` of the ok records, in record order (null: no answer)."""
-    return [{"question_id": str(r["episode_id"]), "answer": r["prediction"]}
-            for r in records if r["status"] == "ok"]  # fmt: skip
+    return [
+        {"question_id": str(r["episode_id"]), "answer": r["prediction"]}
+        for r in records
+        if r["status"] == "ok"
+    ]
 
 
 def read_predictions(path: Path) -> list[dict[str, Any]]:
@@ -68,8 +73,9 @@ class OpenEQAPredictions(UpstreamFormat):
         out.parent.mkdir(parents=True, exist_ok=True)
         items = predictions(records)
         write_json_atomic(out, items)
-        self.last_command = COMMAND.format(file=out, out=out.parent,
-                                           force=force_flag(len(items), episodes))  # fmt: skip
+        self.last_command = COMMAND.format(
+            file=out, out=out.parent, force=force_flag(len(items), episodes)
+        )
         return [out]
 
     def read(self, path: Path, episodes: Sequence[Episode]) -> list[Imported]:

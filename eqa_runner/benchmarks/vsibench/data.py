@@ -29,8 +29,11 @@ def check_vsibench(
     from eqa_runner.benchmarks.vsibench.task import VSIBenchTask
     from eqa_runner.benchmarks.vsibench.video import count_frames
 
-    task = VSIBenchTask(data_dir=str(data_dir), variant=variant,
-                        questions_file=str(questions_file) if questions_file else None)  # fmt: skip
+    task = VSIBenchTask(
+        data_dir=str(data_dir),
+        variant=variant,
+        questions_file=str(questions_file) if questions_file else None,
+    )
     eps = task.load_episodes()
     missing = task.missing(eps)
     rep = CheckReport("vsibench", questions=len(eps), unit="videos")
@@ -39,8 +42,9 @@ def check_vsibench(
         by_scene[e.scene].append(e)
     rep.items = len(by_scene)
     for _scene, group in sorted(by_scene.items()):
-        st = rep.stats.setdefault(group[0].meta["subset"],
-                                  {"expected": 0, "present": 0, "questions": 0})  # fmt: skip
+        st = rep.stats.setdefault(
+            group[0].meta["subset"], {"expected": 0, "present": 0, "questions": 0}
+        )
         st["expected"] += 1
         st["questions"] += len(group)
         if group[0].episode_id in missing:

@@ -27,8 +27,9 @@ LETTERS = "ABCD"
 
 def _render(apt: Apartment, width: int, height: int, seed: int, k: int, max_frames: int):
     """The walkthrough frames and the frame index where each object is first seen."""
-    sim = _scene_sim(apt, SensorSpec(width=width, height=height, hfov_deg=90.0,
-                                     sensor_height_m=1.5))  # fmt: skip
+    sim = _scene_sim(
+        apt, SensorSpec(width=width, height=height, hfov_deg=90.0, sensor_height_m=1.5)
+    )
     poses = _walkthrough(sim, apt, np.random.default_rng([seed, k, 31]))
     if len(poses) > max_frames:
         keep = np.round(np.linspace(0, len(poses) - 1, max_frames)).astype(int)
@@ -63,18 +64,29 @@ def _numeric(apt: Apartment, seen: list[SceneObject], unique: list[SceneObject])
     name = max(sorted(counts), key=lambda n: counts[n])
     yield "object_counting", f"How many {_disp(name)}(s) are there in these rooms?", counts[name]
     o = unique[0]
-    yield ("object_size_estimation",
-           f"What is the longest dimension (length, width or height) of the {_disp(o.name)}, in "
-           "centimeters?", round(100 * max(o.size)))  # fmt: skip
+    yield (
+        "object_size_estimation",
+        f"What is the longest dimension (length, width or height) of the {_disp(o.name)}, in "
+        "centimeters?",
+        round(100 * max(o.size)),
+    )
     a, b = unique[1], unique[2]
-    yield ("object_abs_distance",
-           f"How far apart are the centres of the {_disp(a.name)} and the {_disp(b.name)}, in "
-           "meters?", round(_dist(a, b), 1))  # fmt: skip
-    area = sum((r.bounds[1][0] - r.bounds[0][0]) * (r.bounds[1][1] - r.bounds[0][1])
-               for r in apt.rooms if r.accessible)  # fmt: skip
-    yield ("room_size_estimation",
-           "What is the floor area of this space in square meters? If the video shows several "
-           "rooms, give the area of all of them together.", round(area, 1))  # fmt: skip
+    yield (
+        "object_abs_distance",
+        f"How far apart are the centres of the {_disp(a.name)} and the {_disp(b.name)}, in meters?",
+        round(_dist(a, b), 1),
+    )
+    area = sum(
+        (r.bounds[1][0] - r.bounds[0][0]) * (r.bounds[1][1] - r.bounds[0][1])
+        for r in apt.rooms
+        if r.accessible
+    )
+    yield (
+        "room_size_estimation",
+        "What is the floor area of this space in square meters? If the video shows several "
+        "rooms, give the area of all of them together.",
+        round(area, 1),
+    )
 
 
 def _bearing(a: SceneObject, b: SceneObject, c: SceneObject) -> float:
@@ -110,16 +122,23 @@ def _choice(unique: list[SceneObject], order: list[SceneObject], rng):
     x, *rest = unique[:5]
     near = min(rest, key=lambda o: _dist(o, x))
     opts, ans = _options(_disp(near.name), [_disp(o.name) for o in rest if o is not near], rng)
-    yield ("object_rel_distance",
-           f"Which of these objects is the closest to the {_disp(x.name)}?", opts, ans)  # fmt: skip
+    yield (
+        "object_rel_distance",
+        f"Which of these objects is the closest to the {_disp(x.name)}?",
+        opts,
+        ans,
+    )
     yield from _directions(unique[0], unique[1], unique[2], rng)
     names = [_disp(o.name) for o in order[:4]]
     wrong = [", ".join(p) for p in itertools.permutations(names) if list(p) != names]
     picks = [wrong[i] for i in rng.choice(len(wrong), 3, replace=False)]
     opts, ans = _options(", ".join(names), picks, rng)
-    yield ("obj_appearance_order",
-           "In which order do these objects first appear in the video: "
-           f"{', '.join(sorted(names))}?", opts, ans)  # fmt: skip
+    yield (
+        "obj_appearance_order",
+        f"In which order do these objects first appear in the video: {', '.join(sorted(names))}?",
+        opts,
+        ans,
+    )
 
 
 def _questions(apt: Apartment, first: dict[int, int], scene: str, k: int, rng):
@@ -131,11 +150,19 @@ def _questions(apt: Apartment, first: dict[int, int], scene: str, k: int, rng):
     recs: list[dict[str, Any]] = []
     base = {"dataset": SOURCE, "scene_name": scene}
     for qtype, q, gt in _numeric(apt, seen, unique):
-        recs.append({**base, "question_type": qtype, "question": q, "options": None,
-                     "ground_truth": str(gt)})  # fmt: skip
+        recs.append(
+            {
+                **base,
+                "question_type": qtype,
+                "question": q,
+                "options": None,
+                "ground_truth": str(gt),
+            }
+        )
     for qtype, q, opts, gt in _choice(unique, order, rng):
-        recs.append({**base, "question_type": qtype, "question": q, "options": opts,
-                     "ground_truth": gt})  # fmt: skip
+        recs.append(
+            {**base, "question_type": qtype, "question": q, "options": opts, "ground_truth": gt}
+        )
     for j, r in enumerate(recs):
         r["id"] = k * 100 + j
     return recs

@@ -41,8 +41,11 @@ def _value(r: EpisodeRecord) -> float:
 
 
 def _scored(records: Sequence[EpisodeRecord]) -> list[EpisodeRecord]:
-    return [r for r in records if r["status"] == "ok" and r["judge_ok"]
-            and r["metrics"].get("score") is not None]  # fmt: skip
+    return [
+        r
+        for r in records
+        if r["status"] == "ok" and r["judge_ok"] and r["metrics"].get("score") is not None
+    ]
 
 
 class VSIBenchJudge(Judge):
@@ -108,8 +111,9 @@ class VSIBenchJudge(Judge):
         exact = overall(means)
         if exact is not None:  # the reference's number, not the weighted mean's rounding
             headline["overall"]["mean"] = 100.0 * exact
-        by_type = breakdown(scored, lambda r: str(r["category"]),
-                            lambda r: r["metrics"].get("score"), **kw)  # fmt: skip
+        by_type = breakdown(
+            scored, lambda r: str(r["category"]), lambda r: r["metrics"].get("score"), **kw
+        )
         return {
             "headline": headline,
             "metric_note": (

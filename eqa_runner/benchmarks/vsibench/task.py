@@ -92,8 +92,10 @@ def _episode(rec: Any, where: str, prompts_dir: str | None) -> Episode:
         raise DataError(f"{where}: missing field(s) {', '.join(missing)}.")
     qtype = str(rec["question_type"])
     if qtype not in QUESTION_TYPES:
-        raise DataError(f"{where}: unknown question_type {qtype!r}; expected one of "
-                        f"{', '.join(QUESTION_TYPES)}.")  # fmt: skip
+        raise DataError(
+            f"{where}: unknown question_type {qtype!r}; expected one of "
+            f"{', '.join(QUESTION_TYPES)}."
+        )
     if qtype in MCA_TYPES and not rec.get("options"):
         raise DataError(f"{where}: a {qtype} question needs its options (['A. …', …]).")
     if qtype in NA_TYPES and as_number(rec["ground_truth"]) == 0:
@@ -108,9 +110,12 @@ def _episode(rec: Any, where: str, prompts_dir: str | None) -> Episode:
         answer=str(rec["ground_truth"]),
         category=qtype,
         scene=f"{source}/{rec['scene_name']}",
-        meta={"subset": source, "raw_question": rec["question"],
-              "options": list(rec.get("options") or [])},
-    )  # fmt: skip
+        meta={
+            "subset": source,
+            "raw_question": rec["question"],
+            "options": list(rec.get("options") or []),
+        },
+    )
 
 
 def load_questions(path: Path, prompts_dir: str | None = None) -> list[Episode]:
@@ -147,8 +152,10 @@ class VSIBenchTask(Task):
     def load_episodes(self) -> list[Episode]:
         c = self.config
         eps = load_questions(self.questions_file, c.prompts_dir)
-        for key, values, allowed in (("question_types", c.question_types, QUESTION_TYPES),
-                                     ("sources", c.sources, SOURCES)):  # fmt: skip
+        for key, values, allowed in (
+            ("question_types", c.question_types, QUESTION_TYPES),
+            ("sources", c.sources, SOURCES),
+        ):
             bad = sorted(set(values or ()) - set(allowed))
             if bad:
                 raise DataError(
@@ -192,7 +199,13 @@ class VSIBenchTask(Task):
             digest = hashlib.sha256(self.questions_file.read_bytes()).hexdigest()
         c = self.config
         prompts = {n: load_prompt(PROMPTS, n, c.prompts_dir).record() for n in ("mca", "na")}
-        return {"name": self.name, "variant": c.variant, "data_dir": str(self.data_dir),
-                "questions_file": str(self.questions_file), "questions_sha256": digest,
-                "num_frames": c.num_frames, "sampling": c.sampling,
-                "question_prompts": prompts}  # fmt: skip
+        return {
+            "name": self.name,
+            "variant": c.variant,
+            "data_dir": str(self.data_dir),
+            "questions_file": str(self.questions_file),
+            "questions_sha256": digest,
+            "num_frames": c.num_frames,
+            "sampling": c.sampling,
+            "question_prompts": prompts,
+        }

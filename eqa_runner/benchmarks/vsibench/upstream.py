@@ -24,9 +24,15 @@ SAMPLES = "samples_vsibench.jsonl"
 
 def _doc(ep: Episode) -> dict[str, Any]:
     source, _, scene = ep.scene.partition("/")
-    return {"id": ep.episode_id, "dataset": source, "scene_name": scene,
-            "question_type": ep.category, "question": ep.meta.get("raw_question", ep.question),
-            "options": ep.meta.get("options") or None, "ground_truth": ep.answer}  # fmt: skip
+    return {
+        "id": ep.episode_id,
+        "dataset": source,
+        "scene_name": scene,
+        "question_type": ep.category,
+        "question": ep.meta.get("raw_question", ep.question),
+        "options": ep.meta.get("options") or None,
+        "ground_truth": ep.answer,
+    }
 
 
 def _reply(item: dict[str, Any]) -> str | None:
@@ -56,8 +62,17 @@ class VSIBenchSamples(UpstreamFormat):
             if ep is None:
                 continue
             reply = r["prediction"]
-            lines.append(json.dumps({"doc_id": i, "doc": _doc(ep), "target": ep.answer,
-                                     "resps": [[reply]], "filtered_resps": [reply]}))  # fmt: skip
+            lines.append(
+                json.dumps(
+                    {
+                        "doc_id": i,
+                        "doc": _doc(ep),
+                        "target": ep.answer,
+                        "resps": [[reply]],
+                        "filtered_resps": [reply],
+                    }
+                )
+            )
         out = Path(out_dir) / SAMPLES
         out.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(out, "".join(line + "\n" for line in lines))
@@ -66,8 +81,11 @@ class VSIBenchSamples(UpstreamFormat):
     def read(self, path: Path, episodes: Sequence[Episode]) -> list[Imported]:
         try:
             lines = Path(path).read_text(encoding="utf-8").splitlines()
-            items = [loads_json(line, f"{path}: line {n + 1}") for n, line in enumerate(lines)
-                     if line.strip()]  # fmt: skip
+            items = [
+                loads_json(line, f"{path}: line {n + 1}")
+                for n, line in enumerate(lines)
+                if line.strip()
+            ]
         except (OSError, ValueError) as e:
             raise DataError(f"{path}: not an lmms-eval samples file ({e})") from None
         ids = []

@@ -41,8 +41,9 @@ def check_mp3d_eqa(
     from eqa_runner_mp3d_eqa.task import MP3DEQATask
 
     scenes = str(scenes_dir) if scenes_dir else None
-    task = MP3DEQATask(data_dir=str(data_dir), split=split, scenes_dir=scenes,
-                       simulator=SIMULATORS[sim])  # fmt: skip
+    task = MP3DEQATask(
+        data_dir=str(data_dir), split=split, scenes_dir=scenes, simulator=SIMULATORS[sim]
+    )
     eps = task.load_episodes()
     gone = task.missing(eps)  # episode id -> problem, one line per house
     absent = {e.scene: gone[e.episode_id] for e in eps if e.episode_id in gone}

@@ -30,8 +30,17 @@ def test_demo_file_has_habitat_labs_shape(mp3d_demo):
     answers = Vocab(data["answer_vocab"]["word_list"])
     questions = Vocab(data["question_vocab"]["word_list"])
     for ep in data["episodes"]:
-        assert {"episode_id", "scene_id", "start_position", "start_rotation", "goals",
-                "shortest_paths", "question", "start_room", "info"} <= set(ep)  # fmt: skip
+        assert {
+            "episode_id",
+            "scene_id",
+            "start_position",
+            "start_rotation",
+            "goals",
+            "shortest_paths",
+            "question",
+            "start_room",
+            "info",
+        } <= set(ep)
         q = ep["question"]
         assert q["question_type"] in ("location", "color", "color_room")
         assert answers.word(q["answer_token"]) == q["answer_text"]
@@ -70,8 +79,10 @@ def test_shortest_path_replays_in_v1_actions(mp3d_demo):
             assert np.allclose(pos[[0, 2]], np.asarray(b["position"])[[0, 2]], atol=1e-3)
         assert path[-1]["action"] == 3
         end = np.asarray(path[-1]["position"])
-        assert any(np.linalg.norm(end - np.asarray(v["position"])) < 0.1
-                   for v in ep["goals"][0]["view_points"])  # fmt: skip
+        assert any(
+            np.linalg.norm(end - np.asarray(v["position"])) < 0.1
+            for v in ep["goals"][0]["view_points"]
+        )
 
 
 def test_task_turns_the_file_into_episodes(mp3d_demo):

@@ -31,10 +31,23 @@ def _require_habitat() -> None:
 def test_demo_on_real_habitat(compose, mp3d_demo, tmp_path, policy):
     _require_habitat()
     out = tmp_path / policy
-    cfg = compose(["task=mp3d_eqa", f"policy={policy}", "sim=habitat", "sim.width=128",
-                   "sim.height=128", f"task.data_dir={mp3d_demo}", "llm=offline",
-                   "judge.model=offline", "policy.max_steps=4", "run.limit=4",
-                   "run.save_artifacts=true", "run.cache=false"], out=out)  # fmt: skip
+    cfg = compose(
+        [
+            "task=mp3d_eqa",
+            f"policy={policy}",
+            "sim=habitat",
+            "sim.width=128",
+            "sim.height=128",
+            f"task.data_dir={mp3d_demo}",
+            "llm=offline",
+            "judge.model=offline",
+            "policy.max_steps=4",
+            "run.limit=4",
+            "run.save_artifacts=true",
+            "run.cache=false",
+        ],
+        out=out,
+    )
     run(cfg)
     recs = read_records(out / "episodes.jsonl")
     assert len(recs) == 4 and all(r["status"] == "ok" for r in recs), [r["error"] for r in recs]
@@ -46,5 +59,7 @@ def test_demo_on_real_habitat(compose, mp3d_demo, tmp_path, policy):
         assert all(v is not None and math.isfinite(v) for v in d), d  # habitat reaches the goal
         assert r["metrics"]["nav_valid"] == 1.0 and r["metrics"]["d_min"] <= d[0] + 1e-6
     summary = json.loads((out / "summary.json").read_text())
-    print(f"\n[{policy} on habitat] " + ", ".join(
-        f"{k}={v['mean']:.2f}" for k, v in summary["headline"].items()))  # fmt: skip
+    print(
+        f"\n[{policy} on habitat] "
+        + ", ".join(f"{k}={v['mean']:.2f}" for k, v in summary["headline"].items())
+    )

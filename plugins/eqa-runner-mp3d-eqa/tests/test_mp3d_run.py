@@ -20,17 +20,33 @@ from eqa_runner.run.loop import run
 PACKAGE = Path(__file__).resolve().parents[1] / "eqa_runner_mp3d_eqa"
 # what docs/extending.md calls eqa_runner's public plugin API
 PUBLIC_API = {
-    "eqa_runner.registry", "eqa_runner.capabilities", "eqa_runner.types", "eqa_runner.errors",
-    "eqa_runner.schema", "eqa_runner.tasks.base", "eqa_runner.tasks.config",
-    "eqa_runner.tasks.scenes", "eqa_runner.policies.base", "eqa_runner.policies.config",
-    "eqa_runner.policies.context", "eqa_runner.policies.protocol",
-    "eqa_runner.policies.exploration", "eqa_runner.policies.frame_memory",
-    "eqa_runner.scoring.base", "eqa_runner.scoring.config", "eqa_runner.scoring.aggregate",
+    "eqa_runner.registry",
+    "eqa_runner.capabilities",
+    "eqa_runner.types",
+    "eqa_runner.errors",
+    "eqa_runner.schema",
+    "eqa_runner.tasks.base",
+    "eqa_runner.tasks.config",
+    "eqa_runner.tasks.scenes",
+    "eqa_runner.policies.base",
+    "eqa_runner.policies.config",
+    "eqa_runner.policies.context",
+    "eqa_runner.policies.protocol",
+    "eqa_runner.policies.exploration",
+    "eqa_runner.policies.frame_memory",
+    "eqa_runner.scoring.base",
+    "eqa_runner.scoring.config",
+    "eqa_runner.scoring.aggregate",
     "eqa_runner.scoring.declare",
-    "eqa_runner.sim.base", "eqa_runner.sim.geometry", "eqa_runner.sim.mesh", "eqa_runner.llm",
-    "eqa_runner.prompts", "eqa_runner.data.checks", "eqa_runner.demo.apartment",
+    "eqa_runner.sim.base",
+    "eqa_runner.sim.geometry",
+    "eqa_runner.sim.mesh",
+    "eqa_runner.llm",
+    "eqa_runner.prompts",
+    "eqa_runner.data.checks",
+    "eqa_runner.demo.apartment",
     "eqa_runner.images",
-}  # fmt: skip
+}
 
 
 def test_found_through_its_entry_point():
@@ -55,16 +71,17 @@ def test_uses_only_the_public_plugin_api():
 
 @pytest.mark.slow
 def test_help_and_config_show_it(compose):
-    out = subprocess.run([sys.executable, "-m", "eqa_runner", "--help"], capture_output=True,
-                         text=True, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "eqa_runner", "--help"], capture_output=True, text=True, check=True
+    ).stdout
     task_line = next(ln for ln in out.splitlines() if ln.startswith("task: "))
     assert "mp3d_eqa" in task_line and "task=mp3d_eqa: MP3D-EQA v1" in out
     assert "mp3d_eqa_fbe" in next(ln for ln in out.splitlines() if ln.startswith("experiment: "))
     cfg = compose(["task=mp3d_eqa", "policy=fbe"])
     assert cfg.task._target_ == "eqa_runner_mp3d_eqa.task.MP3DEQATask"
     assert cfg.judge.name == "mp3d_eqa" and cfg.protocol.max_path_m == 125.0
-    assert (cfg.sim.width, cfg.sim.height, cfg.sim.hfov_deg, cfg.sim.sensor_height_m) == (
-        256, 256, 90.0, 1.25)  # fmt: skip
+    sim = cfg.sim
+    assert (sim.width, sim.height, sim.hfov_deg, sim.sensor_height_m) == (256, 256, 90.0, 1.25)
     with pytest.raises(Exception, match="spawn_steps"):  # its schema's rules are the core's
         from eqa_runner.schema import check_config
 
@@ -74,8 +91,10 @@ def test_help_and_config_show_it(compose):
 
 
 def test_a_policy_without_a_trajectory_is_refused_naming_it(compose, mp3d_demo, tmp_path):
-    cfg = compose(["task=mp3d_eqa", "policy=blind", f"task.data_dir={mp3d_demo}",
-                   "llm=offline"], out=tmp_path / "refused")  # fmt: skip
+    cfg = compose(
+        ["task=mp3d_eqa", "policy=blind", f"task.data_dir={mp3d_demo}", "llm=offline"],
+        out=tmp_path / "refused",
+    )
     with pytest.raises(ConfigError, match="judge=mp3d_eqa reads the agent's trajectory"):
         run(cfg)
     assert not (tmp_path / "refused" / "episodes.jsonl").exists()
@@ -85,9 +104,21 @@ def test_a_policy_without_a_trajectory_is_refused_naming_it(compose, mp3d_demo, 
 @pytest.mark.slow
 def test_demo_runs_end_to_end_offline(compose, mp3d_demo, tmp_path, policy):
     out = tmp_path / policy
-    cfg = compose(["task=mp3d_eqa", f"policy={policy}", f"task.data_dir={mp3d_demo}",
-                   "llm=offline", "judge.model=offline", "sim.width=96", "sim.height=96",
-                   "policy.max_steps=4", "run.limit=4", "run.cache=false"], out=out)  # fmt: skip
+    cfg = compose(
+        [
+            "task=mp3d_eqa",
+            f"policy={policy}",
+            f"task.data_dir={mp3d_demo}",
+            "llm=offline",
+            "judge.model=offline",
+            "sim.width=96",
+            "sim.height=96",
+            "policy.max_steps=4",
+            "run.limit=4",
+            "run.cache=false",
+        ],
+        out=out,
+    )
     run(cfg)
     recs = read_records(out / "episodes.jsonl")
     assert len(recs) == 4 and all(r["status"] == "ok" for r in recs), [r["error"] for r in recs]
@@ -106,13 +137,12 @@ def test_demo_runs_end_to_end_offline(compose, mp3d_demo, tmp_path, policy):
 
 @pytest.mark.slow
 def test_data_check_and_demo_commands(mp3d_demo, tmp_path):
-    ok = subprocess.run([sys.executable, "-m", "eqa_runner.data", "check", "mp3d_eqa",
-                         "--data-dir", str(mp3d_demo)], capture_output=True, text=True)  # fmt: skip
+    check = [sys.executable, "-m", "eqa_runner.data", "check", "mp3d_eqa", "--data-dir"]
+    ok = subprocess.run([*check, str(mp3d_demo)], capture_output=True, text=True)
     assert ok.returncode == 0 and "mp3d_eqa: 8 questions over 2 scenes" in ok.stdout
     missing = tmp_path / "data"
     missing.mkdir()
-    bad = subprocess.run([sys.executable, "-m", "eqa_runner.data", "check", "mp3d_eqa",
-                          "--data-dir", str(missing)], capture_output=True, text=True)  # fmt: skip
+    bad = subprocess.run([*check, str(missing)], capture_output=True, text=True)
     assert bad.returncode == 1 and "FAILED" in bad.stdout and "--only mp3d_eqa" in bad.stdout
     from eqa_runner.demo.cli import write_demo
 

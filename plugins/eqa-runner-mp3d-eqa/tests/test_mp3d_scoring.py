@@ -44,8 +44,14 @@ def test_reply_to_vocabulary_entry(reply, word):
 
 
 def _episode(token: int = 2) -> Episode:
-    return Episode("7", "what color is the sofa?", VOCAB[token], "color", scene="mp3d/h/h.glb",
-                   meta={"answer_vocab": VOCAB, "answer_token": token})  # fmt: skip
+    return Episode(
+        "7",
+        "what color is the sofa?",
+        VOCAB[token],
+        "color",
+        scene="mp3d/h/h.glb",
+        meta={"answer_vocab": VOCAB, "answer_token": token},
+    )
 
 
 def _score(answer, distances):
@@ -65,8 +71,15 @@ def test_score_one_episode():
 
 
 def _record(i, metrics, scene="mp3d/a/a.glb", category="color"):
-    return {"episode_id": str(i), "status": "ok", "judge_ok": True, "metrics": metrics,
-            "scene": scene, "category": category, "trace": {}}  # fmt: skip
+    return {
+        "episode_id": str(i),
+        "status": "ok",
+        "judge_ok": True,
+        "metrics": metrics,
+        "scene": scene,
+        "category": category,
+        "trace": {},
+    }
 
 
 def test_aggregate_means_over_valid_episodes():
@@ -77,7 +90,7 @@ def test_aggregate_means_over_valid_episodes():
             {"accuracy": 0.0, "nav_valid": 1.0, "d_T": 3.0, "d_D": 1.0, "d_min": 2.0},
             scene="mp3d/b/b.glb",
             category="location",
-        ),  # fmt: skip
+        ),
         _record(2, {"accuracy": 1.0, "nav_valid": 0.0, "out_of_vocab": 0.0}),
     ]
     out = MP3DEQAJudge().aggregate(recs, bootstrap_samples=50)
