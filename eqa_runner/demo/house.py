@@ -114,17 +114,37 @@ def generate_house(seed: int = 0) -> Apartment:
         Room("bedroom", [[0.0, 0.0], [4.0, D]], list(floors["bedroom"])),
         Room("study", [[4.0, 0.0], [W, D]], list(floors["study"])),
     ]
-    doorways = [
-        {"rooms": ["living room", "kitchen"], "axis": 0, "line": 5.0, "center": 2.5,
-         "width": DOOR_W, "floor_y": 0.0},
-        {"rooms": ["bedroom", "study"], "axis": 0, "line": 4.0, "center": 3.5,
-         "width": DOOR_W, "floor_y": STOREY_H},
-        {"rooms": ["living room", "bedroom"], "stairs": True, "floor_y": 0.0,
-         "foot": [STAIR_X0, 0.0, float(np.mean(STAIR_Z))],
-         "top": [STAIR_X0 + (N_STEPS - 1) * TREAD + 0.3, STOREY_H, float(np.mean(STAIR_Z))]},
-    ]  # fmt: skip
     v, f, c, o = mb.arrays()
-    return Apartment(seed, rooms, objects, doorways, v, f, c, o)
+    return Apartment(seed, rooms, objects, _doorways(), v, f, c, o)
+
+
+def _doorways() -> list[dict]:
+    """The doorway between the two rooms of each storey and the stairs between the storeys."""
+    return [
+        {
+            "rooms": ["living room", "kitchen"],
+            "axis": 0,
+            "line": 5.0,
+            "center": 2.5,
+            "width": DOOR_W,
+            "floor_y": 0.0,
+        },
+        {
+            "rooms": ["bedroom", "study"],
+            "axis": 0,
+            "line": 4.0,
+            "center": 3.5,
+            "width": DOOR_W,
+            "floor_y": STOREY_H,
+        },
+        {
+            "rooms": ["living room", "bedroom"],
+            "stairs": True,
+            "floor_y": 0.0,
+            "foot": [STAIR_X0, 0.0, float(np.mean(STAIR_Z))],
+            "top": [STAIR_X0 + (N_STEPS - 1) * TREAD + 0.3, STOREY_H, float(np.mean(STAIR_Z))],
+        },
+    ]
 
 
 def storey_of(apt: Apartment, y: float) -> int:

@@ -373,8 +373,9 @@ class ServerState:
             retry = self.rate_limited_wait if fault == "rate_limit" else None
             delay = 0.0 if fault == "rate_limit" else float(cfg["latency_s"]) + jitter
             stream = bool(body.get("stream"))  # a refused request (rate limit) is answered at once
-            return Plan(index, model, reply, fault, delay, usage, stream, with_usage, lp, retry,
-                        plp)  # fmt: skip
+            return Plan(
+                index, model, reply, fault, delay, usage, stream, with_usage, lp, retry, plp
+            )
 
     def done(self) -> None:
         with self.lock:

@@ -44,8 +44,10 @@ def prompt_logprobs(text: str, dist: dict[str, float] | None, k: int) -> list[An
         d = dict(dist or {})
         d.setdefault(opt, max(1e-6, 1.0 - sum(d.values())))
         ranked = sorted(d.items(), key=lambda kv: -kv[1])
-        last = {_token_id(t): _entry(t, math.log(p), i + 1) for i, (t, p) in
-                enumerate(ranked[: max(0, k)])}  # fmt: skip
+        last = {
+            _token_id(t): _entry(t, math.log(p), i + 1)
+            for i, (t, p) in enumerate(ranked[: max(0, k)])
+        }
         r = next(i for i, (t, _) in enumerate(ranked) if t == opt)
         last[_token_id(opt)] = _entry(opt, math.log(d[opt]), r + 1)
         out.append(last)
