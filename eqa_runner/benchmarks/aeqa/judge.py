@@ -57,6 +57,7 @@ from eqa_runner.llm import LLMClient
 from eqa_runner.records import EPISODES_FILE
 from eqa_runner.scoring.aggregate import clusters_of, interval_of
 from eqa_runner.scoring.base import AggregateReads
+from eqa_runner.scoring.comparability import MISSING_MARK, as_missing
 from eqa_runner.scoring.declare import Metric, RunInput
 from eqa_runner.scoring.efficiency import path_weight
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
@@ -178,13 +179,22 @@ class AEQAJudge(LLMMatchJudge):
         return {**path, "llm_match_spl": _nan(spl)}
 
     # -------------------------------------------------------------- aggregation
+    def missing_record(self, record: EpisodeRecord) -> EpisodeRecord | None:
+        """3D-Mem-AEQA-Eval: a question without an answer in the predictions is a missing
+        prediction (``get-scores.py``: the blind mark at ``p = ∞``), which is how the export
+        leaves an error record; scored by ``judge.missing_prediction`` like an empty answer."""
+        return as_missing(record, {"missing_prediction": 1.0, "has_path": 0.0})
+
     @staticmethod
     def _missing_kind(r: EpisodeRecord) -> str | None:
-        """What a record without a mark is: "empty" (no answer, scored by the rule), "error" (an
-        error record outside the judge stage: never scored, under any rule), else None (judged,
-        or a judge failure)."""
+        """What a record without a mark is: "empty" (no answer, scored by the rule),
+        "error_record" (an error record under judge.error_records=missing: scored by the rule
+        too), "error" (an error record outside the judge stage: never scored, under any rule),
+        else None (judged, or a judge failure)."""
         if r["status"] == "ok":
-            return "empty" if r["metrics"].get("missing_prediction") else None
+            if not r["metrics"].get("missing_prediction"):
+                return None
+            return "error_record" if r["metrics"].get(MISSING_MARK) else "empty"
         err = r["error"]
         return "error" if err is None or err.get("stage") != "judge" else None
 
@@ -245,7 +255,8 @@ class AEQAJudge(LLMMatchJudge):
             blind, blind_model, blind_recs = load_blind_run(self.blind_run_dir)
         explores = any(r["metrics"].get("has_path") for r in records if r["status"] == "ok")
         counts = dict.fromkeys(("judged", "no_reference_length", "no_path_length", "judge_failed",
-                                "missing_empty", "errors_excluded", "missing_not_run",
+                                "missing_empty", "missing_error_record", "errors_excluded",
+                                "missing_not_run",
                                 "outside_blind_run", "blind_fallback_used",
                                 "blind_fallback_absent"), 0)  # fmt: skip
         # per question: (record, llm_match, llm_match_spl or None); marks unclipped (upstream)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from eqa_runner.errors import DataError
+from eqa_runner.scoring.comparability import MISSING_MARK
 from eqa_runner.scoring.upstream import (
     Imported,
     UpstreamFormat,
@@ -79,7 +80,9 @@ def _result(rec: EpisodeRecord, ep: Episode) -> dict[str, Any]:
             for k, s in enumerate(steps)
         },  # fmt: skip
     }
-    if not judged:  # score() leaves an item with an infinite path out of C, C*, E_path
+    if m.get(MISSING_MARK):  # an error record scored as missing (judge.error_records=missing)
+        out.update(error_record=True, goal_dis=math.inf)
+    elif not judged:  # score() leaves an item with an infinite path out of C, C*, E_path
         out.update(judge_unparsable=True, path_len_measured=path_len)
     return out
 
