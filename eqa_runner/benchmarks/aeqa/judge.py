@@ -30,12 +30,14 @@ its mark with weight 0 (``judge.missing_path=weight0``, upstream: ``p = ∞``), 
 ``llm_match_spl`` mean (``exclude``). Marks are used as recorded, ``(σ − 1)/4`` unclipped, as
 upstream (the project's judge parser only yields 1..5; a blind file may hold others).
 
-Every rule's uses are counted in the summary. An error record is never a missing prediction and
-never a number under any rule: a judge failure (unparsable reply, or an error of stage ``judge``)
-is excluded and counted (``judge_failed``), any other error record (data, simulator, model
-endpoint, the policy failing) too (``errors_excluded``): it says the run did not measure that
-question, and ``run.resume=true`` retries it. (``judge.blind_run_dir`` must be a finished
-``policy=blind`` run of the same question file: :mod:`eqa_runner.benchmarks.aeqa.blind`.)
+Every rule's uses are counted in the summary. A judge failure (unparsable reply, or an error of
+stage ``judge``) is excluded and counted (``judge_failed``), any other error record (data,
+simulator, model endpoint, the policy failing) too (``errors_excluded``): it says the run did
+not measure that question, and ``run.resume=true`` retries it. Under
+``judge.error_records=missing`` an error record is scored instead as a missing prediction by the
+rule (``missing_error_record``), as get-scores.py scores a question without one.
+(``judge.blind_run_dir`` must be a finished ``policy=blind`` run of the same question file:
+:mod:`eqa_runner.benchmarks.aeqa.blind`.)
 """
 
 from __future__ import annotations
