@@ -133,6 +133,20 @@ def test_vsibench_scores_an_error_record_as_an_empty_reply() -> None:
     assert n == 1 and judge.aggregate(recs)["headline"]["overall"]["mean"] == pytest.approx(50.0)
 
 
+def test_a_benchmark_without_an_upstream_rule_keeps_the_record_out_and_says_so() -> None:
+    """MT-HM3D's scorer has no rule for a missing question: under missing the record stays
+    out of the headline and the row stays not comparable, naming why."""
+    from eqa_runner.benchmarks.mt_hm3d.judge import MTHM3DJudge
+
+    judge = MTHM3DJudge(model="offline", error_records="missing")
+    rec = {"episode_id": "1", "status": "error", "metrics": {}, "error": None}
+    recs, n = headline_records(judge, [rec])
+    assert n == 0 and recs == [rec]
+    comp = published_comparability(None, 1, n, "missing")
+    assert comp["comparable"] is False and comp["error_records_excluded"] == 1
+    assert "has no rule for a missing prediction" in comp["note"]
+
+
 # ----------------------------------------------------------------------------- a whole run
 
 
