@@ -147,6 +147,21 @@ def test_a_benchmark_without_an_upstream_rule_keeps_the_record_out_and_says_so()
     assert "has no rule for a missing prediction" in comp["note"]
 
 
+def test_the_summary_counts_the_error_records_scored_as_missing() -> None:
+    from eqa_runner.run.summary import build_summary
+
+    rec = {"episode_id": "b", "status": "error", "error": {"type": "SceneError"},
+           "judge_ok": False, "metrics": {}, "usage": {}}  # fmt: skip
+    ok = {**rec, "episode_id": "a", "status": "ok", "judge_ok": True, "error": None}
+    s = build_summary(config={}, task_info={}, selected_ids=["a", "b"], final={"a": ok, "b": rec},
+                      aggregate={"headline": {}}, models={}, prompts={},
+                      error_records=("missing", 1))  # fmt: skip
+    assert s["counts"]["error"] == 1 and s["errors_by_type"] == {"SceneError": 1}
+    assert "1 scored as missing predictions" in s["errors_note"]
+    comp = s["published_comparability"]
+    assert comp["comparable"] is True and comp["error_records"] == "missing"
+
+
 # ----------------------------------------------------------------------------- a whole run
 
 
