@@ -183,8 +183,14 @@ def _upstream(args: argparse.Namespace) -> int:
     meta = json.loads(written[-1].read_text(encoding="utf-8"))
     if meta.get("error_records_left_out"):
         print(
-            f"note: {meta['error_records_left_out']} error record(s) left out (never scored "
-            "here; upstream's scorer treats them as missing predictions)"
+            f"note: {meta['error_records_left_out']} error record(s) left out (not in the "
+            "headline; judge.error_records=missing scores and writes them as missing "
+            "predictions)"
+        )
+    if meta.get("error_records_as_missing"):
+        print(
+            f"note: {meta['error_records_as_missing']} error record(s) written as missing "
+            "predictions (judge.error_records=missing), as the headline scored them"
         )
     print(f"score it upstream: {meta['upstream_command']}")
     return 0

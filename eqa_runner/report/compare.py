@@ -23,6 +23,7 @@ from eqa_runner.report.keys import cell, flatten
 from eqa_runner.report.runs import Run, declarations, judge_for, runs_differing_keys
 from eqa_runner.report.tables import fmt_ci, headline_metrics
 from eqa_runner.scoring.aggregate import INTERVAL_METHODS, clusters_of
+from eqa_runner.scoring.comparability import headline_records
 from eqa_runner.scoring.stats import PairedDiff, paired_difference
 from eqa_runner.types import EpisodeRecord
 
@@ -66,7 +67,8 @@ def run_scores(run: Run, records: list[EpisodeRecord] | None = None) -> Scores |
     recs = run.records() if records is None else records
     if not recs:
         return None
-    values = judge_for(run.config).episode_values(recs)
+    judge = judge_for(run.config)
+    values = judge.episode_values(headline_records(judge, recs)[0])  # as its headline counts
     # kept without their traces: a sweep's records with traces do not fit in memory at once
     slim: list[dict[str, Any]] = [dict(r) for r in recs]
     for s in slim:
@@ -91,8 +93,9 @@ def reinterval(run: Run, method: str, *, samples: int = 1000, seed: int = 0) -> 
     if used == method or not recs:
         return False
     rcfg = run.section("run")
-    agg = judge_for(run.config).aggregate(
-        recs,
+    judge = judge_for(run.config)
+    agg = judge.aggregate(
+        headline_records(judge, recs)[0],  # judge.error_records
         bootstrap_samples=int(rcfg.get("bootstrap_samples", samples)),
         seed=int(rcfg.get("seed", seed)),
         interval=method,

@@ -265,13 +265,19 @@ def reaggregate(run: Run, dirs: list[Path]) -> dict[str, Any]:
     """A summary-like dict re-computed from the records of ``dirs`` with the run's judge."""
     from eqa_runner.run.summary import usage_totals
     from eqa_runner.scoring.aggregate import intervals_note
-    from eqa_runner.scoring.comparability import published_comparability
+    from eqa_runner.scoring.comparability import (
+        error_records_mode,
+        headline_records,
+        published_comparability,
+    )
 
     final = load_records(dirs)
     rcfg = run.section("run")
     method, samples = str(rcfg.get("interval", "cluster")), int(rcfg.get("bootstrap_samples", 1000))
-    agg = judge_for(run.config).aggregate(
-        final, bootstrap_samples=samples, seed=int(rcfg.get("seed", 0)), interval=method
+    judge = judge_for(run.config)
+    scored, as_missing = headline_records(judge, final)  # judge.error_records
+    agg = judge.aggregate(
+        scored, bootstrap_samples=samples, seed=int(rcfg.get("seed", 0)), interval=method
     )
     ok = [r for r in final if r["status"] == "ok"]
     base = dict(run.summary)
@@ -291,7 +297,10 @@ def reaggregate(run: Run, dirs: list[Path]) -> dict[str, Any]:
         "scored": sum(1 for r in ok if r["judge_ok"]),
     }
     base["published_comparability"] = published_comparability(
-        agg.get("published_comparability"), base["counts"]["error"]
+        agg.get("published_comparability"),
+        base["counts"]["error"],
+        as_missing,
+        error_records_mode(judge),
     )
     base["usage"] = usage_totals(final)
     base.setdefault("task", {"name": run.section("task").get("name")})

@@ -95,7 +95,8 @@ def export_run(run_dir: Path, name: str, out: Path | None = None) -> list[Path]:
     from omegaconf import OmegaConf
 
     from eqa_runner.records import write_json_atomic
-    from eqa_runner.report.runs import load_run
+    from eqa_runner.report.runs import judge_for, load_run
+    from eqa_runner.scoring.comparability import headline_records
 
     fmt = get_format(name)
     run = load_run(Path(run_dir))
@@ -110,7 +111,9 @@ def export_run(run_dir: Path, name: str, out: Path | None = None) -> list[Path]:
     task = _task(cfg)
     questions = _check_questions(Path(run_dir), task, recorded_questions_hash(run))
     out_dir = Path(out) if out else Path(run_dir) / "export" / name
-    records = run.records()
+    # judge.error_records=missing: an error record is written as the missing prediction the
+    # headline scored it as (the upstream scorer then counts it so too)
+    records, as_missing = headline_records(judge_for(run.config), run.records())
     written = fmt.export(records, list(task.load_episodes()), out_dir)
     errors = sum(1 for r in records if r["status"] != "ok")
     meta = out_dir / EXPORT_META
@@ -122,6 +125,7 @@ def export_run(run_dir: Path, name: str, out: Path | None = None) -> list[Path]:
             **questions,
             "files": [p.name for p in written],
             "error_records_left_out": errors,
+            "error_records_as_missing": as_missing,
             "upstream_command": fmt.last_command or fmt.command,
         },
     )

@@ -29,9 +29,9 @@ from eqa_runner.safe_io import read_json
 __all__ = ["PROVENANCE_FILE"]  # re-exported: the run dir code names it from here
 
 # Keys that never change a record's content: where files are, how fast and with how many
-# workers it runs, which endpoint serves a model, and which episodes are selected (a resume may
-# extend a run with a larger ``run.limit``). ``report --compare`` never shows them as ablation
-# axes either.
+# workers it runs, which endpoint serves a model, which episodes are selected (a resume may
+# extend a run with a larger ``run.limit``), and how the summary alone is computed.
+# ``report --compare`` never shows them as ablation axes either.
 PLUMBING_KEYS: tuple[str, ...] = (
     "run.output_dir",
     "run.limit",
@@ -73,6 +73,9 @@ PLUMBING_KEYS: tuple[str, ...] = (
     "*.direct_http",
     "*.concurrency",
     "run.interval",
+    # how the summary's headline treats an error record: no record changes (a resume may
+    # switch it, and a run dir recorded before the key existed has none)
+    "judge.error_records",
     "run.adopt",
     "hydra.*",
     "logger",

@@ -26,7 +26,7 @@ from eqa_runner.run.packed import pack
 from eqa_runner.run.stamp import reproducibility_stamp, versions
 from eqa_runner.scoring.aggregate import intervals_note
 from eqa_runner.scoring.base import AggregateReads, Judge
-from eqa_runner.scoring.comparability import published_comparability
+from eqa_runner.scoring.comparability import error_records_mode, errors_part, headline_records
 from eqa_runner.types import EpisodeRecord, UsageInfo
 
 log = logging.getLogger(__name__)
@@ -139,8 +139,10 @@ def build_summary(
     models: dict[str, str],
     prompts: dict[str, dict[str, object]],
     extra: dict[str, Any] | None = None,
+    error_records: tuple[str, int] = ("excluded", 0),
 ) -> dict[str, Any]:
-    """Assemble the summary from the final record of each selected episode."""
+    """Assemble the summary from the final record of each selected episode (``error_records``:
+    the judge's ``judge.error_records`` and how many error records it scored as missing)."""
     recs = [final[i] for i in selected_ids if i in final]
     ok = [r for r in recs if r["status"] == "ok"]
     offline = sorted(role for role, m in models.items() if m == "offline")
@@ -163,20 +165,7 @@ def build_summary(
         "versions": versions(),
         "config": strip_urls(scrub(config)),
     }
-    errors: dict[str, int] = {}
-    for r in recs:
-        if r["status"] == "error":
-            t = r["error"]["type"] if r["error"] else "Error"
-            errors[t] = errors.get(t, 0) + 1
-    summary["errors_by_type"] = errors
-    summary["errors_note"] = (
-        f"{summary['counts']['error']} error record(s): an error is never scored, under any "
-        "scoring rule (not in the headline, not a missing prediction); run.resume=true retries "
-        "them"
-    )
-    summary["published_comparability"] = published_comparability(
-        aggregate.get("published_comparability"), summary["counts"]["error"]
-    )
+    summary.update(errors_part(recs, aggregate, error_records))
     replies = policy_replies(recs)
     if replies:
         summary["policy_replies"] = replies
@@ -289,7 +278,7 @@ def write_summary(
     run, judge, out_dir, ids = inputs.run, inputs.judge, inputs.out_dir, inputs.episode_ids
     reads = judge.aggregate_reads
     final = final_records(slim_record(r, reads) for r in iter_records(out_dir / jsonl_name))
-    recs = [final[i] for i in ids if i in final]
+    recs, as_missing = headline_records(judge, [final[i] for i in ids if i in final])
     method = run.interval
     agg = judge.aggregate(
         recs, bootstrap_samples=run.bootstrap_samples, seed=run.seed, interval=method
@@ -303,6 +292,7 @@ def write_summary(
         aggregate=agg,
         models=models,
         prompts=inputs.prompts,
+        error_records=(error_records_mode(judge), as_missing),
         extra={
             "policy": inputs.policy_name,
             "judge": judge.name,

@@ -119,6 +119,13 @@ class Judge(Configured, ABC):
         vals = [v for m in metrics if (v := self.progress_value(m)) is not None]
         return 100.0 * sum(vals) / len(vals) if vals else None
 
+    def missing_record(self, record: EpisodeRecord) -> EpisodeRecord | None:
+        """``judge.error_records=missing``: the error ``record`` as the benchmark's own scorer
+        scores a question without a prediction, an ``ok`` record for :meth:`aggregate` (built
+        by :func:`eqa_runner.scoring.comparability.as_missing`); None (the default) when the
+        benchmark's scorer has no such rule, so the record stays out of the headline."""
+        return None
+
     def check_inputs(self, task_name: str | None, data: Mapping[str, Any]) -> None:
         """Refuse (a ``UserError``, before anything is written) inputs the judge reads besides
         the records, e.g. another run, that do not fit the scored run: task ``task_name`` with

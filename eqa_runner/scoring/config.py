@@ -11,7 +11,10 @@ from dataclasses import dataclass
 from omegaconf import MISSING
 
 from eqa_runner.llm.config import A_MODEL
-from eqa_runner.schema import bounded, named
+from eqa_runner.schema import bounded, named, one_of
+
+# judge.error_records: how the headline treats an error record (docs/reports.md, comparability)
+ERROR_RECORDS = ("excluded", "missing")
 
 
 @dataclass
@@ -33,3 +36,7 @@ class JudgeConfig:
     input_usd_per_mtok: float | None = bounded(None, ge=0)
     output_usd_per_mtok: float | None = bounded(None, ge=0)
     reask_unparsable: bool = True  # ask once more when the reply cannot be parsed
+    # an error record in the headline: left out (excluded), or scored as the benchmark's own
+    # scorer scores a question without a prediction (missing; Judge.missing_record); changes
+    # the summary only, never a record
+    error_records: str = one_of("excluded", ERROR_RECORDS)

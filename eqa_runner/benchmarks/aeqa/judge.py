@@ -30,12 +30,14 @@ its mark with weight 0 (``judge.missing_path=weight0``, upstream: ``p = ∞``), 
 ``llm_match_spl`` mean (``exclude``). Marks are used as recorded, ``(σ − 1)/4`` unclipped, as
 upstream (the project's judge parser only yields 1..5; a blind file may hold others).
 
-Every rule's uses are counted in the summary. An error record is never a missing prediction and
-never a number under any rule: a judge failure (unparsable reply, or an error of stage ``judge``)
-is excluded and counted (``judge_failed``), any other error record (data, simulator, model
-endpoint, the policy failing) too (``errors_excluded``): it says the run did not measure that
-question, and ``run.resume=true`` retries it. (``judge.blind_run_dir`` must be a finished
-``policy=blind`` run of the same question file: :mod:`eqa_runner.benchmarks.aeqa.blind`.)
+Every rule's uses are counted in the summary. A judge failure (unparsable reply, or an error of
+stage ``judge``) is excluded and counted (``judge_failed``), any other error record (data,
+simulator, model endpoint, the policy failing) too (``errors_excluded``): it says the run did
+not measure that question, and ``run.resume=true`` retries it. Under
+``judge.error_records=missing`` an error record is scored instead as a missing prediction by the
+rule (``missing_error_record``), as get-scores.py scores a question without one.
+(``judge.blind_run_dir`` must be a finished ``policy=blind`` run of the same question file:
+:mod:`eqa_runner.benchmarks.aeqa.blind`.)
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from eqa_runner.llm import LLMClient
 from eqa_runner.records import EPISODES_FILE
 from eqa_runner.scoring.aggregate import clusters_of, interval_of
 from eqa_runner.scoring.base import AggregateReads
+from eqa_runner.scoring.comparability import MISSING_MARK, as_missing
 from eqa_runner.scoring.declare import Metric, RunInput
 from eqa_runner.scoring.efficiency import path_weight
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
@@ -191,13 +194,22 @@ class AEQAJudge(LLMMatchJudge):
         return {**path, "llm_match_spl": _nan(spl)}
 
     # -------------------------------------------------------------- aggregation
+    def missing_record(self, record: EpisodeRecord) -> EpisodeRecord | None:
+        """3D-Mem-AEQA-Eval: a question without an answer in the predictions is a missing
+        prediction (``get-scores.py``: the blind mark at ``p = ∞``), which is how the export
+        leaves an error record; scored by ``judge.missing_prediction`` like an empty answer."""
+        return as_missing(record, {"missing_prediction": 1.0, "has_path": 0.0})
+
     @staticmethod
     def _missing_kind(r: EpisodeRecord) -> str | None:
-        """What a record without a mark is: "empty" (no answer, scored by the rule), "error" (an
-        error record outside the judge stage: never scored, under any rule), else None (judged,
-        or a judge failure)."""
+        """What a record without a mark is: "empty" (no answer, scored by the rule),
+        "error_record" (an error record under judge.error_records=missing: scored by the rule
+        too), "error" (an error record outside the judge stage: never scored, under any rule),
+        else None (judged, or a judge failure)."""
         if r["status"] == "ok":
-            return "empty" if r["metrics"].get("missing_prediction") else None
+            if not r["metrics"].get("missing_prediction"):
+                return None
+            return "error_record" if r["metrics"].get(MISSING_MARK) else "empty"
         err = r["error"]
         return "error" if err is None or err.get("stage") != "judge" else None
 
@@ -265,6 +277,7 @@ class AEQAJudge(LLMMatchJudge):
                 "no_path_length",
                 "judge_failed",
                 "missing_empty",
+                "missing_error_record",
                 "errors_excluded",
                 "missing_not_run",
                 "outside_blind_run",

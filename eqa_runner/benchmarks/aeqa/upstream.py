@@ -6,11 +6,12 @@ there) and writes ``data/metrics/<stem>-metrics.json``; its ``get-scores.py --re
 reads the fixed ``data/metrics/gpt_answer-metrics.json`` and ``DIR/path_length_list.pkl`` (a
 pickled dict question_id → the agent's path length; a question without one has an infinite
 path), and scores every question of the blind baseline's metrics file: a question with no
-mark is scored with the blind answer's mark at ``p = ∞``. So the export is
-``gpt_answer.json`` (the stem ``get-scores.py`` expects) and ``path_length_list.pkl``; an error
-record is left out, which upstream scores as a missing prediction (the project leaves it out of
-the headline, and the summary says the row is then not comparable). The length exported is
-the one our judge used (``judge.path_length``: geodesic or 3D-Mem's top-down).
+mark is scored with the blind answer's mark at ``p = ∞``. So the export is ``gpt_answer.json`` (the
+stem ``get-scores.py`` expects) and ``path_length_list.pkl``; an error record is left out (under
+``judge.error_records=missing`` a null answer, dropped the same way), which upstream scores as a
+missing prediction (the project leaves it out of the headline, and the summary says the row is then
+not comparable). The length exported is the one our judge used (``judge.path_length``: geodesic or
+3D-Mem's top-down).
 """
 
 from __future__ import annotations

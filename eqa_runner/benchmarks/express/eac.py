@@ -34,6 +34,7 @@ from eqa_runner.llm import OFFLINE_TAG, ImagePart, LLMClient, Message, RequestEs
 from eqa_runner.llm.replies import tidy_reply
 from eqa_runner.scoring.aggregate import clusters_of, interval_of
 from eqa_runner.scoring.base import AggregateReads, Judge
+from eqa_runner.scoring.comparability import as_missing
 from eqa_runner.scoring.declare import MARK, METRES, Metric
 from eqa_runner.scoring.efficiency import path_weight
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
@@ -238,6 +239,19 @@ class EACJudge(Judge):
             gt = _num(t.get("gt_geodesic", r["metrics"].get("gt_geodesic")))
             return gt if math.isfinite(gt) else None
         return None
+
+    def missing_record(self, record: EpisodeRecord) -> EpisodeRecord | None:
+        """EXPRESS-Bench's ``evaluation.score`` (@e8789da lines 7, 14) leaves an item out of C,
+        C* and E_path when its ``path_len`` is inf and out of d_T when its ``goal_dis`` is: a
+        question without a measured episode has both infinite (the export writes it so), and
+        ``judge.inf_policy`` scores it (``exclude``, the paper's: out of every mean;
+        ``penalize``: a failure, c = c* = 0; its d_T left out, the record has no reference
+        length)."""
+        return as_missing(
+            record,
+            {"path_len": None, "d_t": None, "d_t_valid": 0.0},
+            {"d_t": None, "d_t_valid": False},
+        )
 
     def progress_value(self, metrics: Mapping[str, float | None]) -> float | None:
         v = self._answer_values(metrics) if "c" in metrics else None

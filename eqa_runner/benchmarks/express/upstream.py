@@ -10,11 +10,12 @@ plain ``(w, x, y, z)`` data). ``evaluation.py``'s ``score`` reads ``EAC``, ``pat
 ``geodesic_distance`` and ``goal_dis`` of every item; an item with ``path_len`` inf is left out
 of C, C* and E_path, one with ``goal_dis`` inf out of d_T.
 
-Export: an error record is left out (never scored); a record whose judge reply did not parse
-(left out of C, C* and E_path here, its d_T kept) is written with ``path_len`` inf, which is
-how ``score`` leaves an item out of those three, and keeps its measured length in
-``path_len_measured`` and ``judge_unparsable: True``. Read back, the answer is re-judged by our
-EAC judge; the final frame ``<dir>/<question_ind>/<cnt_step>.png`` (upstream's saved
+Export: an error record is left out (never scored; under ``judge.error_records=missing`` it is
+written with ``path_len`` and ``goal_dis`` inf and ``error_record: True``, as scored); a record
+whose judge reply did not parse (left out of C, C* and E_path here, its d_T kept) is written with
+``path_len`` inf, which is how ``score`` leaves an item out of those three, and keeps its measured
+length in ``path_len_measured`` and ``judge_unparsable: True``. Read back, the answer is re-judged
+by our EAC judge; the final frame ``<dir>/<question_ind>/<cnt_step>.png`` (upstream's saved
 observation) is the judge's image when it exists, and upstream's own EAC is kept in the trace.
 """
 
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from eqa_runner.errors import DataError
+from eqa_runner.scoring.comparability import MISSING_MARK
 from eqa_runner.scoring.upstream import (
     Imported,
     UpstreamFormat,
@@ -81,7 +83,9 @@ def _result(rec: EpisodeRecord, ep: Episode) -> dict[str, Any]:
             for k, s in enumerate(steps)
         },
     }
-    if not judged:  # score() leaves an item with an infinite path out of C, C*, E_path
+    if m.get(MISSING_MARK):  # an error record scored as missing (judge.error_records=missing)
+        out.update(error_record=True, goal_dis=math.inf)
+    elif not judged:  # score() leaves an item with an infinite path out of C, C*, E_path
         out.update(judge_unparsable=True, path_len_measured=path_len)
     return out
 

@@ -23,6 +23,7 @@ from eqa_runner.llm import LLMClient
 from eqa_runner.llm.choice import option_letters, parse_choice
 from eqa_runner.scoring.aggregate import breakdown, clusters_of, interval_of, mean_with_ci
 from eqa_runner.scoring.base import AggregateReads, Judge
+from eqa_runner.scoring.comparability import MISSING_MARK, as_missing
 from eqa_runner.scoring.declare import Metric
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
 
@@ -103,8 +104,20 @@ class HMEQAJudge(Judge):
         raw = f"exact match: {letter or 'unparsable'} vs {episode.answer}"
         return Score(ok=True, raw=raw, metrics=metrics)
 
+    def missing_record(self, record: EpisodeRecord) -> EpisodeRecord | None:
+        """explore-eqa scores a question by ``pred_token == answer`` (run_vlm_exp.py @18381da
+        lines 349, 354) and has no rule for a question that failed (an exception ends its
+        run): a question without an answer is not a success, under accuracy and both rules, as
+        the export writes it (``no_answer``: every step's mass on a wrong option)."""
+        return as_missing(
+            record,
+            {"accuracy": 0.0, "unparsable": 1.0, "success_weighted": 0.0, "success_max": 0.0},
+        )
+
     def episode_values(self, records: Sequence[EpisodeRecord]) -> dict[str, dict[str, float]]:
-        """Per-episode accuracy and, where recorded, both upstream rules (in %)."""
+        """Per-episode accuracy and, where recorded, both upstream rules (in %); an error record
+        scored as missing enters a rule only when the run's episodes have it (an exploring
+        policy)."""
         scored = [r for r in records if r["status"] == "ok" and r["judge_ok"]]
         out: dict[str, dict[str, float]] = {}
         for name in ("accuracy", "success_weighted", "success_max"):
@@ -113,7 +126,10 @@ class HMEQAJudge(Judge):
                 for r in scored
                 if (v := r["metrics"].get(name)) is not None
             }
-            if vals or name == "accuracy":
+            measured = any(
+                name in r["metrics"] and not r["metrics"].get(MISSING_MARK) for r in scored
+            )
+            if measured or name == "accuracy":
                 out[name] = vals
         return out
 

@@ -11,10 +11,11 @@ Read back, every step enters the rules as upstream's do (black frames with their
 distributions); the imported answer is the ``max`` rule's (our protocol's default), and an
 item's ``question_ind`` is its CSV row (our episode id), whatever the task's filters and order.
 
-Two things upstream's file cannot say are written so that its end-of-question block scores
-them as we do: an error record is left out (never scored), and an episode with no parsable
-answer at any step (our answer: none, scored wrong) puts every step's mass on a wrong option
-and carries ``no_answer: True`` (read back as no answer).
+Two things upstream's file cannot say are written so that its end-of-question block scores them as
+we do: an error record is left out (never scored; under ``judge.error_records=missing`` a
+``no_answer`` item, as scored), and an episode with no parsable answer at any step (our answer:
+none, scored wrong) puts every step's mass on a wrong option and carries ``no_answer: True`` (read
+back as no answer).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from eqa_runner.llm.replies import tidy_reply
 from eqa_runner.prompts import load_prompt, shipped_dir
 from eqa_runner.scoring.aggregate import breakdown, clusters_of, interval_of
 from eqa_runner.scoring.base import AggregateReads, Judge
+from eqa_runner.scoring.comparability import as_missing
 from eqa_runner.scoring.declare import MARK, Metric
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
 
@@ -76,6 +77,8 @@ def strip_after_last_period(prediction: str) -> str:
 
 
 NO_PREDICTION = "(no prediction: scored 0 %, as open-eqa's get_llm_match_score scores None)"
+# a null answer's metrics: open-eqa's get_llm_match_score returns 0 for None (mark 1, 0 %)
+NULL_ANSWER_METRICS = {"score_1to5": 1.0, "llm_match": 0.0, "no_prediction": 1.0}
 
 
 class LLMMatchJudge(Judge):
@@ -130,11 +133,7 @@ class LLMMatchJudge(Judge):
         prompts_dir: str | None = None,
     ) -> Score:
         if prediction.answer is None:  # open-eqa's get_llm_match_score: None scores 0 (0 %)
-            return Score(
-                ok=True,
-                raw=NO_PREDICTION,
-                metrics={"score_1to5": 1.0, "llm_match": 0.0, "no_prediction": 1.0},
-            )
+            return Score(ok=True, raw=NO_PREDICTION, metrics=dict(NULL_ANSWER_METRICS))
         answer = prediction.answer
         shown, changed = self.prepare(episode, answer)
         if changed:
@@ -192,6 +191,12 @@ class LLMMatchJudge(Judge):
                 for s in range(1, 6)
             },
         }
+
+    def missing_record(self, record: EpisodeRecord) -> EpisodeRecord | None:
+        """open-eqa: a question that failed is a null answer (its baselines' ``--force``:
+        ``ask_question`` returns None), which ``get_llm_match_score`` scores 0 without a judge
+        call: mark 1, 0 % (README.md, "Error records")."""
+        return as_missing(record, NULL_ANSWER_METRICS)
 
     def estimate_requests(self, episode: Episode, prompts_dir: str | None) -> list[RequestEstimate]:
         return [RequestEstimate("judge", self._messages(episode, episode.answer, prompts_dir))]

@@ -4,8 +4,9 @@ The reader loads a JSON list and uses two fields of each item: ``question_id`` (
 the dataset's; all must be present unless ``-f``/``--force``) and ``answer`` (the prediction
 text; the scorer itself trims anything after the last period; a null answer scores 0 without a
 judge call). The export holds one item per ``ok`` record (a null answer stays null); an error
-record is left out (the project never scores one), so a run with error records, or a
-``run.limit``/filtered run, covers part of the dataset and upstream's scorer needs ``-f``.
+record is left out (unless ``judge.error_records=missing``: a null answer, as scored), so a run
+with error records, or a ``run.limit``/filtered run, covers part of the dataset and upstream's
+scorer needs ``-f``.
 """
 
 from __future__ import annotations

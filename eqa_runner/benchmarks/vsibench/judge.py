@@ -32,6 +32,7 @@ from eqa_runner.benchmarks.vsibench.scoring import (
 from eqa_runner.llm import LLMClient
 from eqa_runner.scoring.aggregate import breakdown, clusters_of, interval_of, mean_with_ci
 from eqa_runner.scoring.base import AggregateReads, Judge
+from eqa_runner.scoring.comparability import as_missing
 from eqa_runner.scoring.declare import RATE, Metric
 from eqa_runner.types import Episode, EpisodeRecord, Prediction, Score
 
@@ -77,6 +78,11 @@ class VSIBenchJudge(Judge):
         rule = "exact match" if episode.category in MCA_TYPES else "MRA"
         raw = f"{rule}: {prediction.answer!r} vs {episode.answer!r} -> {value:.4g}"
         return Score(ok=True, raw=raw, metrics={"score": value})
+
+    def missing_record(self, record: EpisodeRecord) -> EpisodeRecord | None:
+        """lmms-eval's scorer on a sample without a reply (the export writes an error record's
+        reply null): no first token to match, no number, so 0 for every question type."""
+        return as_missing(record, {"score": 0.0})
 
     def progress_value(self, metrics: Any) -> float | None:
         return metrics.get("score")
