@@ -1,0 +1,81 @@
+"""Genuine upstream-written files (tests/golden/roundtrip/<benchmark>/genuine/, each with a
+README naming the upstream repository, commit and command): each is imported by
+``report --import`` and scored by the task's own judge to the numbers the upstream scorer
+printed on the same file (upstream.txt beside it; the judge is the test server with the rules
+the upstream scorer ran against, llm-server.json)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+
+from eqa_runner.records import read_records
+from eqa_runner.report.cli import main as report_main
+from eqa_runner.scoring.upstream import load_pickle
+from tests.conftest import server_overrides
+from tests.helpers.datasets import make_openeqa_dataset
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "roundtrip"
+
+
+def _printed(text: str, label: str) -> float:
+    """The number upstream printed after ``label:`` (its own rounding)."""
+    (m,) = re.findall(rf"^{re.escape(label)}: (-?\d+\.\d+)$", text, re.M)
+    return float(m)
+
+
+def _marks(text: str) -> dict[str, int]:
+    """The per-question marks of upstream's metrics file (the ``(metrics: …)`` line)."""
+    (m,) = re.findall(r"^\(metrics: (\{.*\})\)$", text, re.M)
+    return json.loads(m)
+
+
+def _import(srv, tmp_path: Path, fmt: str, file: Path, data: Path) -> tuple[dict, dict]:
+    """``report --import`` with the judge on the test server: (headline means, records by id)."""
+    srv.configure(**json.loads((file.parent / "llm-server.json").read_text()))
+    judge = [o for o in server_overrides(srv) if o.startswith("judge.")]
+    out = tmp_path / "imported"
+    code = report_main(["--import", str(file), "--format", fmt, "--out", str(out),
+                        f"task.data_dir={data}", "run.progress=false", "run.cache=false",
+                        "llm.backoff_base_s=0.05", *judge])  # fmt: skip
+    assert code == 0
+    summary = json.loads((out / "summary.json").read_text())
+    recs = {r["episode_id"]: r for r in read_records(out / "episodes.jsonl")}
+    return {k: v["mean"] for k, v in summary["headline"].items()}, recs
+
+
+def test_openeqa_gpt4_baseline_predictions_import_to_upstreams_score(tmp_path, llm_server):
+    """open-eqa's own blind baseline (openeqa/baselines/gpt4.py --force) wrote this file: a
+    reply without "A:" became a null answer, another carries text after its last period."""
+    d = GOLDEN / "openeqa" / "genuine"
+    data = make_openeqa_dataset(tmp_path / "data", n_questions=6)  # the dataset it answered
+    assert json.loads((data / "open-eqa-v0.json").read_text()) == json.loads(
+        (d / "open-eqa-v0.json").read_text()
+    )
+    file = d / "open-eqa-v0-gpt-4-0613-1234.json"
+    assert None in [it["answer"] for it in json.loads(file.read_text())]
+    headline, recs = _import(llm_server, tmp_path, "openeqa", file, data)
+    upstream = (d / "upstream.txt").read_text()
+    assert round(headline["llm_match"], 1) == _printed(upstream, "final score") == 50.0
+    marks = _marks(upstream)  # upstream: a null answer is mark 0, clipped to 1 (0 %)
+    assert {k: int(r["metrics"]["score_1to5"]) for k, r in recs.items()} == {
+        k: int(np.clip(v, 1, 5)) for k, v in marks.items()
+    }
+
+
+def test_aeqa_3dmem_logger_files_import_to_upstreams_scores(tmp_path, llm_server, aeqa_demo):
+    """3D-Mem's Logger wrote gpt_answer.json and path_length_list.pkl (np.float64 lengths);
+    3D-Mem-AEQA-Eval's evaluate-predictions.py + get-scores.py printed Total and Total SPL."""
+    d = GOLDEN / "aeqa" / "genuine"
+    lengths = load_pickle(d / "path_length_list.pkl")
+    assert {type(v) for v in lengths.values()} == {np.float64}
+    headline, recs = _import(llm_server, tmp_path, "aeqa", d / "gpt_answer.json", aeqa_demo)
+    upstream = (d / "upstream.txt").read_text()
+    assert round(headline["llm_match"], 2) == _printed(upstream, "Total") == 53.85
+    assert round(headline["llm_match_spl"], 2) == _printed(upstream, "Total SPL") == 49.84
+    assert {k: int(r["metrics"]["score_1to5"]) for k, r in recs.items()} == _marks(upstream)
+    for qid, r in recs.items():
+        assert r["metrics"]["path_len"] == lengths[qid]
