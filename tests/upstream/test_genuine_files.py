@@ -79,3 +79,37 @@ def test_aeqa_3dmem_logger_files_import_to_upstreams_scores(tmp_path, llm_server
     assert {k: int(r["metrics"]["score_1to5"]) for k, r in recs.items()} == _marks(upstream)
     for qid, r in recs.items():
         assert r["metrics"]["path_len"] == lengths[qid]
+
+
+def _explore_eqa_printed(log: str) -> dict[int, tuple[bool, bool]]:
+    """Per question the (weighted, max) success run_vlm_exp.py logged in its end-of-question
+    block (``Index: <question_ind> …`` then ``Success (weighted): …``, ``Success (max): …``)."""
+    found = re.findall(
+        r"^Index: (\d+) .*?^Success \(weighted\): (True|False)\n^Success \(max\): (True|False)$",
+        log,
+        re.M | re.S,
+    )
+    return {int(i): (w == "True", m == "True") for i, w, m in found}
+
+
+def test_hmeqa_run_vlm_exp_results_pkl_imports_to_its_own_success(tmp_path, hmeqa_demo):
+    """explore-eqa's run_vlm_exp.py in habitat-sim 0.2.2 wrote this results.pkl (the VLM
+    class a scripted stand-in): the import's success_weighted / success_max per question and
+    in the headline are what its own end-of-question block logged on the same run."""
+    d = GOLDEN / "hmeqa" / "genuine"
+    rows = (d / "questions.csv").read_text().splitlines()
+    assert rows == (hmeqa_demo / "questions.csv").read_text().splitlines()[: len(rows)]
+    printed = _explore_eqa_printed((d / "upstream.txt").read_text())
+    out = tmp_path / "imported"
+    code = report_main(["--import", str(d / "results.pkl"), "--format", "hmeqa", "--out",
+                        str(out), f"task.data_dir={hmeqa_demo}", "run.progress=false",
+                        "run.cache=false"])  # fmt: skip
+    assert code == 0
+    recs = {int(r["episode_id"]): r["metrics"] for r in read_records(out / "episodes.jsonl")}
+    assert {i: (m["success_weighted"] == 1.0, m["success_max"] == 1.0)
+            for i, m in recs.items()} == printed  # fmt: skip
+    headline = json.loads((out / "summary.json").read_text())["headline"]
+    for rule, k in (("success_weighted", 0), ("success_max", 1)):
+        want = 100.0 * sum(p[k] for p in printed.values()) / len(printed)
+        assert headline[rule]["mean"] == want
+    assert (headline["success_weighted"]["mean"], headline["success_max"]["mean"]) == (75.0, 50.0)
