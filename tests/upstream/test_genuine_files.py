@@ -68,12 +68,18 @@ def test_openeqa_gpt4_baseline_predictions_import_to_upstreams_score(tmp_path, l
 
 def test_aeqa_3dmem_logger_files_import_to_upstreams_scores(tmp_path, llm_server, aeqa_demo):
     """3D-Mem's Logger wrote gpt_answer.json and path_length_list.pkl (np.float64 lengths);
-    3D-Mem-AEQA-Eval's evaluate-predictions.py + get-scores.py printed Total and Total SPL."""
+    3D-Mem-AEQA-Eval's evaluate-predictions.py + get-scores.py printed per category and in total
+    the score and the SPL."""
     d = GOLDEN / "aeqa" / "genuine"
     lengths = load_pickle(d / "path_length_list.pkl")
     assert {type(v) for v in lengths.values()} == {np.float64}
     headline, recs = _import(llm_server, tmp_path, "aeqa", d / "gpt_answer.json", aeqa_demo)
     upstream = (d / "upstream.txt").read_text()
+    by_cat = json.loads((tmp_path / "imported" / "summary.json").read_text())["by_category"]
+    assert len(by_cat) == 7
+    for cat, m in by_cat.items():
+        assert round(m["llm_match"]["mean"], 2) == _printed(upstream, cat)
+        assert round(m["llm_match_spl"]["mean"], 2) == _printed(upstream, f"{cat} SPL")
     assert round(headline["llm_match"], 2) == _printed(upstream, "Total") == 53.85
     assert round(headline["llm_match_spl"], 2) == _printed(upstream, "Total SPL") == 49.84
     assert {k: int(r["metrics"]["score_1to5"]) for k, r in recs.items()} == _marks(upstream)
