@@ -14,6 +14,7 @@ import numpy as np
 
 from eqa_runner.records import read_records
 from eqa_runner.report.cli import main as report_main
+from eqa_runner.run.loop import run
 from eqa_runner.scoring.upstream import load_pickle
 from tests.conftest import server_overrides
 from tests.helpers.datasets import make_openeqa_dataset
@@ -33,14 +34,16 @@ def _marks(text: str) -> dict[str, int]:
     return json.loads(m)
 
 
-def _import(srv, tmp_path: Path, fmt: str, file: Path, data: Path) -> tuple[dict, dict]:
+def _import(
+    srv, tmp_path: Path, fmt: str, file: Path, data: Path, extra: tuple[str, ...] = ()
+) -> tuple[dict, dict]:
     """``report --import`` with the judge on the test server: (headline means, records by id)."""
     srv.configure(**json.loads((file.parent / "llm-server.json").read_text()))
     judge = [o for o in server_overrides(srv) if o.startswith("judge.")]
     out = tmp_path / "imported"
     code = report_main(["--import", str(file), "--format", fmt, "--out", str(out),
                         f"task.data_dir={data}", "run.progress=false", "run.cache=false",
-                        "llm.backoff_base_s=0.05", *judge])  # fmt: skip
+                        "llm.backoff_base_s=0.05", *judge, *extra])  # fmt: skip
     assert code == 0
     summary = json.loads((out / "summary.json").read_text())
     recs = {r["episode_id"]: r for r in read_records(out / "episodes.jsonl")}
@@ -85,6 +88,29 @@ def test_aeqa_3dmem_logger_files_import_to_upstreams_scores(tmp_path, llm_server
     assert {k: int(r["metrics"]["score_1to5"]) for k, r in recs.items()} == _marks(upstream)
     for qid, r in recs.items():
         assert r["metrics"]["path_len"] == lengths[qid]
+
+
+def test_aeqa_a_failed_question_scored_as_get_scores_with_the_blind_run(
+    tmp_path, llm_server, aeqa_demo, compose_cfg
+):
+    """3D-Mem's Logger leaves a failed question out of both files (with_failure/); get-scores.py
+    scores it with the blind mark at p = inf. Imported with ``judge.blind_run_dir`` (a blind
+    run whose marks are the blind-metrics.json it read), the headline is upstream's."""
+    llm_server.configure(rules=[{"pattern": "zqx", "reply": "2"}], default_reply="zqx guess.")
+    blind = tmp_path / "blind"
+    run(compose_cfg(["experiment=aeqa_blind", f"task.data_dir={aeqa_demo}", "run.workers=1",
+                     *server_overrides(llm_server)], out=blind))  # fmt: skip
+    marks = {r["episode_id"]: int(r["metrics"]["score_1to5"])
+             for r in read_records(blind / "episodes.jsonl")}  # fmt: skip
+    assert marks == json.loads((GOLDEN / "aeqa" / "blind-metrics.json").read_text())
+    d = GOLDEN / "aeqa" / "genuine" / "with_failure"
+    assert "demo-aeqa-000-00" not in load_pickle(d / "path_length_list.pkl")
+    headline, recs = _import(llm_server, tmp_path, "aeqa", d / "gpt_answer.json", aeqa_demo,
+                             (f"judge.blind_run_dir={blind}",))  # fmt: skip
+    upstream = (d / "upstream.txt").read_text()
+    assert round(headline["llm_match"], 2) == _printed(upstream, "Total") == 48.08
+    assert round(headline["llm_match_spl"], 2) == _printed(upstream, "Total SPL") == 42.15
+    assert len(recs) == 12
 
 
 def _explore_eqa_printed(log: str) -> dict[int, tuple[bool, bool]]:

@@ -7,7 +7,10 @@ scene graph and the VLM: each step's voxel position and each question's answer (
 `src.tsdf_planner` (imported by the Logger for type annotations only) is a stand-in module
 naming its three classes. Run with numpy 1.26 + matplotlib (from PyPI):
 
-    python make_genuine.py <3D-Mem checkout> <A-EQA demo dir (seed 0)> <output dir>
+    python make_genuine.py <3D-Mem checkout> <A-EQA demo dir (seed 0)> <output dir> [FAILED]
+
+FAILED: comma-separated question ids whose exploration fails (`success=False`, as when the
+agent never reaches a snapshot): the Logger leaves them out of both files.
 """
 
 import json
@@ -18,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 checkout, demo, out = (Path(a) for a in sys.argv[1:4])
+failed = set(sys.argv[4].split(",")) if len(sys.argv) > 4 else set()
 stand_in = types.ModuleType("src.tsdf_planner")  # the Logger only names these in annotations
 stand_in.TSDFPlanner = type("TSDFPlanner", (), {})
 stand_in.Frontier = type("Frontier", (), {})
@@ -38,7 +42,7 @@ for i, q in enumerate(questions):
         pts_voxel = pts_voxel + np.array([3.0, 4.0])
         logger.log_step(pts_voxel=pts_voxel)
     logger.log_episode_result(
-        success=True,  # a snapshot reached (a failed question is in neither output file)
+        success=q["question_id"] not in failed,  # a snapshot reached
         question_id=q["question_id"],
         explore_dist=logger.explore_dist,
         gpt_answer=ANSWERS[i % 3],
