@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from eqa_runner.records import read_records
 from eqa_runner.report.cli import main as report_main
@@ -50,19 +51,28 @@ def _import(
     return {k: v["mean"] for k, v in summary["headline"].items()}, recs
 
 
-def test_openeqa_gpt4_baseline_predictions_import_to_upstreams_score(tmp_path, llm_server):
-    """open-eqa's own blind baseline (openeqa/baselines/gpt4.py --force) wrote this file: a
-    reply without "A:" became a null answer, another carries text after its last period."""
+@pytest.mark.parametrize(
+    ("sub", "name", "score"),
+    [("", "open-eqa-v0-gpt-4-0613-1234.json", 50.0),
+     ("gpt4v", "open-eqa-v0-gpt-4-vision-preview-1234.json", 66.7)],
+)  # fmt: skip
+def test_openeqa_baseline_predictions_import_to_upstreams_score(
+    tmp_path, llm_server, sub, name, score
+):
+    """open-eqa's own baselines wrote these files: the blind LLM (gpt4.py --force: a reply
+    without "A:" became a null answer) and the frame-reading GPT-4V (gpt4v.py: raw replies, one
+    whose text after its last period would change the judge's mark were it not trimmed)."""
     d = GOLDEN / "openeqa" / "genuine"
-    data = make_openeqa_dataset(tmp_path / "data", n_questions=6)  # the dataset it answered
+    data = make_openeqa_dataset(tmp_path / "data", n_questions=6)  # the dataset (and frames)
     assert json.loads((data / "open-eqa-v0.json").read_text()) == json.loads(
         (d / "open-eqa-v0.json").read_text()
     )
-    file = d / "open-eqa-v0-gpt-4-0613-1234.json"
-    assert None in [it["answer"] for it in json.loads(file.read_text())]
+    file = d / sub / name
+    answers = [it["answer"] for it in json.loads(file.read_text())]
+    assert (None in answers) is (sub == "")  # the blind baseline's unparsed reply
     headline, recs = _import(llm_server, tmp_path, "openeqa", file, data)
-    upstream = (d / "upstream.txt").read_text()
-    assert round(headline["llm_match"], 1) == _printed(upstream, "final score") == 50.0
+    upstream = (file.parent / "upstream.txt").read_text()
+    assert round(headline["llm_match"], 1) == _printed(upstream, "final score") == score
     marks = _marks(upstream)  # upstream: a null answer is mark 0, clipped to 1 (0 %)
     assert {k: int(r["metrics"]["score_1to5"]) for k, r in recs.items()} == {
         k: int(np.clip(v, 1, 5)) for k, v in marks.items()
