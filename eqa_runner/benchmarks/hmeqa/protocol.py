@@ -41,7 +41,7 @@ from eqa_runner.llm.letters import mode_of, score_options
 from eqa_runner.llm.replies import tidy_reply
 from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.policies.exploration import AnswerStep, Exploration
-from eqa_runner.policies.protocol import ExploreProtocol, LoopSettings
+from eqa_runner.policies.protocol import ExploreProtocol
 from eqa_runner.prompts import load_prompt, shipped_dir
 from eqa_runner.types import Episode
 
@@ -133,9 +133,7 @@ class HMEQAProtocol(ExploreProtocol):
         return [user(*img, p.format(question=ep.question))]
 
     # ---------------------------------------------------------------- one step
-    async def check_step(
-        self, policy: LoopSettings, x: Exploration, rec: dict[str, Any], ctx: EpisodeContext
-    ) -> bool:
+    async def check_step(self, x: Exploration, rec: dict[str, Any], ctx: EpisodeContext) -> bool:
         """Ask both questions on the current frame; True (stop) only with ``stop_confidence``
         set and reached."""
         t1 = time.perf_counter()
@@ -224,9 +222,7 @@ class HMEQAProtocol(ExploreProtocol):
         return r
 
     # ---------------------------------------------------------------- the answer
-    async def answer(
-        self, policy: LoopSettings, episode: Episode, ctx: EpisodeContext, x: Exploration
-    ) -> AnswerStep:
+    async def answer(self, episode: Episode, ctx: EpisodeContext, x: Exploration) -> AnswerStep:
         """The selected rule over the recorded steps (no model call; black steps as
         ``black_steps`` says); None when no step has an answer (counted, never scored as a
         choice)."""
@@ -270,10 +266,10 @@ class HMEQAProtocol(ExploreProtocol):
 
     # ---------------------------------------------------------------- dry run / prompts
     def estimate_requests(
-        self, policy: LoopSettings, episode: Episode, prompts_dir: str | None, steps: int
+        self, episode: Episode, prompts_dir: str | None, steps: int
     ) -> list[RequestEstimate]:
         """Two requests per step (answer, confidence), each with one frame; no answer call."""
-        size = [policy.image_size]
+        size = [self.terms.frame_size]
         a = RequestEstimate("policy", self.answer_messages(episode, prompts_dir), size)
         c = RequestEstimate("policy", self.confidence_messages(episode, prompts_dir), size)
         return [a, c] * steps
