@@ -95,10 +95,15 @@ class FineEQAProposer(VLMExploreProposer):
         rel = parse_regions(c.text.strip() if c.text else "", self.config.region_parse)
         vol, cfg = self.planner._vol, self.config
         return RegionMap(
-            (int(vol.dims[0]), int(vol.dims[1])), vol.voxel_size, rel, max_exp=cfg.max_exp,
-            radius=cfg.region_radius, exp_radius=cfg.exp_radius,
-            smooth_sigma=cfg.planner.smooth_sigma, rand=self.planner.draws.py,
-        )  # fmt: skip
+            (int(vol.dims[0]), int(vol.dims[1])),
+            vol.voxel_size,
+            rel,
+            max_exp=cfg.max_exp,
+            radius=cfg.region_radius,
+            exp_radius=cfg.exp_radius,
+            smooth_sigma=cfg.planner.smooth_sigma,
+            rand=self.planner.draws.py,
+        )
 
     async def propose_async(
         self, view: StepView, ctx: EpisodeContext
@@ -142,8 +147,14 @@ class FineEQAProposer(VLMExploreProposer):
         """The region the frame shows and, unless unknown, the point in it (into the map)."""
         assert self.regions is not None and self.last_points is not None
         msgs = region_messages(ImagePart(view.frame))
-        s = await ask_letter(ctx.llm, msgs, f"T {OFFLINE_TAG}", self.config.region_top_logprobs, 20,
-                             parse=leading_letter)  # fmt: skip
+        s = await ask_letter(
+            ctx.llm,
+            msgs,
+            f"T {OFFLINE_TAG}",
+            self.config.region_top_logprobs,
+            20,
+            parse=leading_letter,
+        )
         self._count_region(REGION_Q, s)
         region = UNKNOWN if s.probs is None else int(np.argmax(s.probs))
         fe.update(region=REGION_NAMES[region], region_source=s.source, region_reply=s.text[:200])
@@ -261,9 +272,12 @@ class FineEQAPolicy(GuidedExplorePolicy):
         key = id(ctx.llm)
         if key not in self._region_clients:
             self._region_clients[key] = LLMClient(
-                region, role="region", cache=ctx.llm.cache, cache_salt=ctx.llm.cache_salt,
+                region,
+                role="region",
+                cache=ctx.llm.cache,
+                cache_salt=ctx.llm.cache_salt,
                 ceiling=ctx.llm.ceiling,
-            )  # fmt: skip
+            )
         return self._region_clients[key]
 
     def proposer_factory(self) -> Any:

@@ -74,8 +74,9 @@ class FrontierProposer(Configured, WaypointProposer):
         start = np.asarray(episode.meta["start_position"], dtype=float)
         start_n = geo.habitat_to_normal(start)
         self.sim = sim
-        self.planner.reset(bounds_normal(sim), float(start_n[2]), rng=rng,
-                           start_position_normal=start_n)  # fmt: skip
+        self.planner.reset(
+            bounds_normal(sim), float(start_n[2]), rng=rng, start_position_normal=start_n
+        )
         self.counts = dict.fromkeys(SOURCES, 0)
         self.fuse_ms, self.plan_ms, self.render_ms, self.snapshots = [], [], [], []
         self.fuse_cpu_ms, self.plan_cpu_ms = [], []
@@ -106,8 +107,9 @@ class FrontierProposer(Configured, WaypointProposer):
             and self.planner.maps is not None
         ):
             # the maps' arrays are fresh per plan: keeping references is a snapshot
-            self.snapshots.append((agent_state.step, self.planner.maps,
-                                   list(self.planner.path_normal)))  # fmt: skip
+            self.snapshots.append(
+                (agent_state.step, self.planner.maps, list(self.planner.path_normal))
+            )
         info = dict(wp.info)
         info["views_fused"] = 1 + len(self.config.look_around_deg)
         return Waypoint(wp.position_normal, wp.angle, wp.source, info)

@@ -131,13 +131,7 @@ class VLMExploreProposer(FrontierProposer, GuidedProposer):
         if view.black:
             return None
         t0 = time.perf_counter()
-        obs, state = view.obs, view.state
-        pose = geo.cam_pose_tsdf(obs.cam_to_world)
-        hw = (int(obs.rgb.shape[0]), int(obs.rgb.shape[1]))
-        pts: PromptPoints = await ctx.run_cpu(
-            self._timed, "points", self.planner.prompt_points,
-            state.position_normal, pose, obs.intrinsics, hw, self.config.visual_prompt,
-        )  # fmt: skip
+        pts = await self._prompt_points(view, ctx)
         vlm = view.record.setdefault("vlm", {})
         vlm["candidates"] = int(pts.candidates)
         self.last_points, self.last_drawn = pts, None  # read by subclasses (fine_eqa)
@@ -145,23 +139,13 @@ class VLMExploreProposer(FrontierProposer, GuidedProposer):
             vlm["points"] = []
             return None
         n = len(pts)
-        letters = option_letters(n)
+        radius = self.config.visual_prompt.circle_radius
         drawn = await ctx.run_cpu(
-            self._timed,
-            "encode",
-            draw_letters,
-            obs.rgb,
-            pts.pixels,
-            self.config.visual_prompt.circle_radius,
+            self._timed, "encode", draw_letters, view.obs.rgb, pts.pixels, radius
         )
         self.last_drawn = drawn
         if self.config.save_prompt_images and self.artifacts_dir is not None:
-            name = f"step_{state.step:03d}_prompt.png"
-            self.artifacts_dir.mkdir(parents=True, exist_ok=True)
-            with self.times.part("artifacts"):
-                (self.artifacts_dir / name).write_bytes(drawn)
-            self.prompt_images.append(name)
-            vlm["prompt_image"] = name
+            vlm["prompt_image"] = self._save_prompt_image(view.state.step, drawn)
         lsv_task = self._lsv(view.episode, drawn, n, ctx, vlm)
         gsv_task = self._gsv(view.episode, view.frame, ctx, vlm)
         with self.times.span("model"):  # both questions at once, minus their prompt building
@@ -179,13 +163,34 @@ class VLMExploreProposer(FrontierProposer, GuidedProposer):
                     "pixel": [int(p) for p in px],
                     "value": round(float(v), 5),
                 }
-                for k, xy, px, v in zip(letters, pts.xy, pts.pixels, values, strict=True)
-            ],  # fmt: skip
+                for k, xy, px, v in zip(option_letters(n), pts.xy, pts.pixels, values, strict=True)
+            ],
             lsv=[round(float(v), 5) for v in lsv],
             gsv=round(float(gsv), 5),
             t_semantic_s=round(time.perf_counter() - t0, 4),
         )
         return None
+
+    async def _prompt_points(self, view: StepView, ctx: EpisodeContext) -> PromptPoints:
+        """(CPU pool) The frontier points visible in this frame, to be lettered."""
+        obs = view.obs
+        pose = geo.cam_pose_tsdf(obs.cam_to_world)
+        hw = (int(obs.rgb.shape[0]), int(obs.rgb.shape[1]))
+        vp, at = self.config.visual_prompt, view.state.position_normal
+        pts: PromptPoints = await ctx.run_cpu(
+            self._timed, "points", self.planner.prompt_points, at, pose, obs.intrinsics, hw, vp
+        )
+        return pts
+
+    def _save_prompt_image(self, step: int, drawn: bytes) -> str:
+        """Write the lettered frame as ``step_NNN_prompt.png``; its name."""
+        assert self.artifacts_dir is not None
+        name = f"step_{step:03d}_prompt.png"
+        self.artifacts_dir.mkdir(parents=True, exist_ok=True)
+        with self.times.part("artifacts"):
+            (self.artifacts_dir / name).write_bytes(drawn)
+        self.prompt_images.append(name)
+        return name
 
     async def _lsv(
         self, ep: Episode, drawn: bytes, n: int, ctx: EpisodeContext, vlm: dict[str, Any]

@@ -203,20 +203,34 @@ class HMEQAProtocol(ExploreProtocol):
             return None if r is None else (0 if r == 1.0 else 1)
 
         a, c = await asyncio.gather(
-            score_options(ctx.llm, self.answer_messages(ep, ctx.prompts_dir, img), list(letters),
-                          parse=answer_index, top=_no_top, offline_reply=f"A {OFFLINE_TAG}",
-                          top_logprobs=None),
-            score_options(x.stop_llm, self.confidence_messages(ep, ctx.prompts_dir, img),
-                          ["Yes", "No"], parse=yes_index, top=_no_top,
-                          offline_reply=f"{word} {OFFLINE_TAG}", top_logprobs=None),
-        )  # fmt: skip
+            score_options(
+                ctx.llm,
+                self.answer_messages(ep, ctx.prompts_dir, img),
+                list(letters),
+                parse=answer_index,
+                top=_no_top,
+                offline_reply=f"A {OFFLINE_TAG}",
+                top_logprobs=None,
+            ),
+            score_options(
+                x.stop_llm,
+                self.confidence_messages(ep, ctx.prompts_dir, img),
+                ["Yes", "No"],
+                parse=yes_index,
+                top=_no_top,
+                offline_reply=f"{word} {OFFLINE_TAG}",
+                top_logprobs=None,
+            ),
+        )
         r = None if c.probs is None else c.probs[0]
         rec.update(
-            answer_reply=a.text[:200], answer_source=a.source,
+            answer_reply=a.text[:200],
+            answer_source=a.source,
             answer_probs=None if a.probs is None else [round(p, 6) for p in a.probs],
-            confidence=None if r is None else round(r, 6), confidence_source=c.source,
+            confidence=None if r is None else round(r, 6),
+            confidence_source=c.source,
             confidence_reply=c.text[:200],
-        )  # fmt: skip
+        )
         if a.missing:
             rec["answer_missing"] = list(a.missing)
         return r
@@ -236,7 +250,7 @@ class HMEQAProtocol(ExploreProtocol):
                 n_options=len(letters),
                 black=self.config.black_steps,
                 tie_break=self.config.tie_break,
-            )  # fmt: skip
+            )
             for rule in RULES
         }
         chosen = results[self.config.answer_rule]
