@@ -159,7 +159,6 @@ class WaypointVLMProposer(Configured, GuidedProposer):
 
     def __init__(self, config: WaypointVLMProposerConfig | None = None, **overrides: Any) -> None:
         super().__init__(config, **overrides)
-        self.hop_hint_m = float(self.config.hop_hint_m)
         self.parsed = self.unparsable = 0
 
     def reset(self, episode: Episode, sim: Any, rng: np.random.Generator) -> None:
@@ -182,7 +181,7 @@ class WaypointVLMProposer(Configured, GuidedProposer):
             x=float(p[0]) + 0.0,
             y=float(p[1]) + 0.0,
             angle=round(float(state.yaw), 2) + 0.0,
-            hop_m=self.hop_hint_m,
+            hop_m=self.config.hop_hint_m,
         )
 
     def offline_reply(self, state: AgentState) -> str:
