@@ -161,12 +161,14 @@ def run_episode(sim, mode: str, start: np.ndarray, seed: int, steps: int, look: 
     if mode == "fbe/numpy":  # the numpy fusion: the compiled kernel's test oracle
         v = prop.planner.volume
         b = v.bounds - [[0.0, 1e-6]]  # same dims despite rounding
-        prop.planner.volume = TSDFVolume(b, v.voxel_size, prop.cfg.trunc_voxels, kernel="numpy")
+        prop.planner.volume = TSDFVolume(
+            b, v.voxel_size, prop.config.planner.trunc_voxels, kernel="numpy"
+        )
         tracker = prop.planner
     if mode == "fbe/every-voxel":
         v = prop.planner.volume
         b = v.bounds - [[0.0, 1e-6]]  # same dims despite rounding
-        prop.planner.volume = EveryVoxelVolume(b, v.voxel_size, prop.cfg.trunc_voxels)
+        prop.planner.volume = EveryVoxelVolume(b, v.voxel_size, prop.config.planner.trunc_voxels)
         tracker = prop.planner
     free = free_floor_mask(sim, tracker.volume, start)
     state = AgentState(0, start.copy(), geo.yaw_to_quat(yaw0), floor)

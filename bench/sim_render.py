@@ -66,7 +66,7 @@ class BaselineRenderer:
         t = out["t_hit"].numpy()
         hit = np.isfinite(t)
         pid = np.where(hit, out["primitive_ids"].numpy(), 0)
-        if sim.interpolate_colors and not sim._flat_colors:
+        if sim.config.interpolate_colors and not sim._flat_colors:
             uv = out["primitive_uvs"].numpy()
             tri = sim._tri32[pid]
             w0 = (1.0 - uv[:, 0] - uv[:, 1])[:, None]

@@ -92,7 +92,7 @@ class ScriptedVLM(VLMExploreProposer, _Reach):
 
     def _points(self, *args: Any) -> PromptPoints:
         pts = FrontierPlanner.prompt_points(self.planner, *args)
-        if len(pts) >= self.vp.min_num_prompt_points:
+        if len(pts) >= self.config.visual_prompt.min_num_prompt_points:
             letter = "ABCDEFGH"[self.pick(pts)]
             STATE["server"].configure(rules=rules(letter))
         return pts

@@ -58,7 +58,7 @@ from eqa_runner.policies.proposer import (
     new_proposer,
     proposer_class,
 )
-from eqa_runner.policies.protocol import ExploreProtocol
+from eqa_runner.policies.protocol import ExploreProtocol, LoopTerms
 from eqa_runner.policies.sim_session import (
     SimSession,
     goal_distance,
@@ -116,19 +116,8 @@ class ExplorePolicy(Configured, Policy):
                 f"policy={self.name} explores under its task's protocol, and this task has none "
                 f"(got {type(protocol).__name__}); pick a task that provides one."
             )
-        c = self.config
-        self.protocol = protocol
-        self.proposer_class = proposer_class(c.proposer)
-        self.stop_model = c.stop_model
-        self.stop_llm = {k: getattr(c.stop_llm, k) for k in STOP_ENDPOINT_KEYS}
-        self.max_steps = c.max_steps
-        self.step_ratio = float(c.step_ratio)
-        self.black_pixel_ratio = float(c.black_pixel_ratio)
-        self.fallback_radius_m = float(c.fallback_radius_m)
-        self.stop_match = c.stop_match
-        self.unreachable_hop = c.unreachable_hop
-        self.estimate_steps = int(c.estimate_steps)
-        self.image_size = (int(c.image_size[0]), int(c.image_size[1]))
+        self.protocol = protocol.bind(LoopTerms.of(self.config))  # the budget, stop_match …
+        self.proposer_class = proposer_class(self.config.proposer)
         self._stop_clients: dict[int, LLMClient] = {}
         self.session: SimSession | None = None  # set by open(), for the run
 
@@ -144,7 +133,7 @@ class ExplorePolicy(Configured, Policy):
             missing = LLMClient(stop, role="stop").missing_credentials()
             if missing:
                 raise ConfigError(
-                    f"policy.stop_model={self.stop_model}: environment variable(s) "
+                    f"policy.stop_model={self.config.stop_model}: environment variable(s) "
                     f"{', '.join(missing)} not set; export it, set policy.stop_llm.api_key_env "
                     "(and policy.stop_llm.api_base for a self-hosted model), or unset "
                     "policy.stop_model."
@@ -164,15 +153,16 @@ class ExplorePolicy(Configured, Policy):
 
     def budget(self, scene_area: float) -> int:
         """The task's step budget for a scene of ``scene_area`` m² (e.g. sqrt(area) * 3)."""
-        return self.protocol.budget(self, scene_area)
+        return self.protocol.budget(scene_area)
 
     def extra_models(self, base: LLMConfig) -> dict[str, LLMConfig]:
         """``{"stop": config}`` when the stop check has its own model: ``policy.stop_model`` on
         ``policy.stop_llm``'s endpoint, key variable and price (none inherited from ``llm:``)."""
-        if not self.stop_model or str(self.stop_model) == base.model:
+        model = self.config.stop_model
+        if not model or model == base.model:
             return {}
-        own: dict[str, Any] = {k: self.stop_llm.get(k) for k in STOP_ENDPOINT_KEYS}
-        return {"stop": replace(base, model=str(self.stop_model), **own)}
+        own: dict[str, Any] = {k: getattr(self.config.stop_llm, k) for k in STOP_ENDPOINT_KEYS}
+        return {"stop": replace(base, model=model, **own)}
 
     def stop_client(self, ctx: EpisodeContext) -> LLMClient:
         """The stop check's model: ``policy.stop_model`` or the policy's own model."""
@@ -282,7 +272,7 @@ class ExplorePolicy(Configured, Policy):
     async def check_step(self, x: Exploration, view: StepView, ctx: EpisodeContext) -> bool:
         """The stop decision of a non-black frame: the task protocol's per-step question
         (subclasses combine it with a proposer's confidence, policies/vlm_explore.py)."""
-        return await self.protocol.check_step(self, x, view.record, ctx)
+        return await self.protocol.check_step(x, view.record, ctx)
 
     async def _observe(
         self, x: Exploration, rec: dict[str, Any], session: SimSession, ctx: EpisodeContext
@@ -292,7 +282,7 @@ class ExplorePolicy(Configured, Policy):
         pose = (x.state.position, x.state.rotation)
         obs = await session.call(observe_at, session.sim, *pose, ctx.times)
         x.last_frame, black = await ctx.run_cpu(
-            _frame_info, obs.rgb, self.black_pixel_ratio, ctx.times
+            _frame_info, obs.rgb, self.config.black_pixel_ratio, ctx.times
         )
         rec["black"] = bool(black)
         rec["t_observe_s"] = round(time.perf_counter() - t0, 4)
@@ -313,7 +303,7 @@ class ExplorePolicy(Configured, Policy):
         """The proposer's next pose, snapped and teleported to; the hop adds to the path.
         True: a guided proposer ended the exploration by design (:class:`DesignedStop`)."""
         t1 = time.perf_counter()
-        state, radius = x.state, self.fallback_radius_m
+        state, radius = x.state, self.config.fallback_radius_m
         guided: Waypoint | DesignedStop | None = None
         if isinstance(x.proposer, GuidedProposer) and view is not None:
             guided = await x.proposer.propose_async(view, ctx)
@@ -336,7 +326,7 @@ class ExplorePolicy(Configured, Policy):
             x.path_len += hop.length
         else:
             x.unreachable += 1
-            if self.unreachable_hop == "inf":
+            if self.config.unreachable_hop == "inf":
                 x.path_len = math.inf
         yaw = wp.angle if math.isfinite(wp.angle) else state.yaw
         rec.update(
@@ -360,15 +350,19 @@ class ExplorePolicy(Configured, Policy):
     # -------------------------------------------------------------- the answer step
     async def answer(self, episode: Episode, ctx: EpisodeContext, x: Exploration) -> AnswerStep:
         """The task protocol's answer from the finished exploration."""
-        return await self.protocol.answer(self, episode, ctx, x)
+        return await self.protocol.answer(episode, ctx, x)
 
     # -------------------------------------------------------------- dry run / prompts
     def estimate_requests(
         self, episode: Episode, task: Any, prompts_dir: str | None
     ) -> list[RequestEstimate]:
         """Without a simulator: ``max_steps`` (else ``estimate_steps``) steps + the answer."""
-        n = int(self.max_steps) if self.max_steps else self.estimate_steps
-        return self.protocol.estimate_requests(self, episode, prompts_dir, n)
+        return self.protocol.estimate_requests(episode, prompts_dir, self.dry_run_steps)
+
+    @property
+    def dry_run_steps(self) -> int:
+        """The dry run's steps per episode: ``max_steps``, else ``estimate_steps``."""
+        return self.config.max_steps or self.config.estimate_steps
 
     def prompts(self, prompts_dir: str | None) -> dict[str, dict[str, object]]:
         return self.protocol.prompts(prompts_dir)

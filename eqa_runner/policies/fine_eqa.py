@@ -71,9 +71,6 @@ class FineEQAProposer(VLMExploreProposer):
 
     def __init__(self, config: FineEQAProposerConfig | None = None, **overrides: Any) -> None:
         super().__init__(config, **overrides)
-        c = self.config
-        self.turn = math.radians(float(c.turn_deg))
-        self.region_top = int(c.region_top_logprobs) if c.region_top_logprobs else None
         # the region question's model: set by FineEQAPolicy (else the policy's own model)
         self.region_client: Callable[[EpisodeContext], LLMClient] | None = None
         self.regions: RegionMap | None = None
@@ -98,10 +95,15 @@ class FineEQAProposer(VLMExploreProposer):
         rel = parse_regions(c.text.strip() if c.text else "", self.config.region_parse)
         vol, cfg = self.planner._vol, self.config
         return RegionMap(
-            (int(vol.dims[0]), int(vol.dims[1])), vol.voxel_size, rel, max_exp=cfg.max_exp,
-            radius=cfg.region_radius, exp_radius=cfg.exp_radius,
-            smooth_sigma=self.cfg.smooth_sigma, rand=self.planner.draws.py,
-        )  # fmt: skip
+            (int(vol.dims[0]), int(vol.dims[1])),
+            vol.voxel_size,
+            rel,
+            max_exp=cfg.max_exp,
+            radius=cfg.region_radius,
+            exp_radius=cfg.exp_radius,
+            smooth_sigma=cfg.planner.smooth_sigma,
+            rand=self.planner.draws.py,
+        )
 
     async def propose_async(
         self, view: StepView, ctx: EpisodeContext
@@ -113,7 +115,11 @@ class FineEQAProposer(VLMExploreProposer):
         await super().propose_async(view, ctx)
         fe: dict[str, Any] = view.record.setdefault("fine_eqa", {})
         pts, regions = self.last_points, self.regions
-        if not view.black and pts is not None and len(pts) >= self.vp.min_num_prompt_points:
+        if (
+            not view.black
+            and pts is not None
+            and len(pts) >= self.config.visual_prompt.min_num_prompt_points
+        ):
             await self._observe_region(view, ctx, fe)
             regions.mark_unknown()
         kind, cell, goal = await ctx.run_cpu(
@@ -128,7 +134,12 @@ class FineEQAProposer(VLMExploreProposer):
         fe["target_cell"] = list(cell)
         if kind == "goe_turn":
             pos = state.position_normal
-            return Waypoint((float(pos[0]), float(pos[1])), state.yaw + self.turn, kind, info)
+            return Waypoint(
+                (float(pos[0]), float(pos[1])),
+                state.yaw + math.radians(self.config.turn_deg),
+                kind,
+                info,
+            )
         xy = self.planner._vol.grid_to_world(np.asarray(cell, dtype=float))
         return Waypoint((float(xy[0]), float(xy[1])), state.yaw, kind, info)
 
@@ -136,8 +147,14 @@ class FineEQAProposer(VLMExploreProposer):
         """The region the frame shows and, unless unknown, the point in it (into the map)."""
         assert self.regions is not None and self.last_points is not None
         msgs = region_messages(ImagePart(view.frame))
-        s = await ask_letter(ctx.llm, msgs, f"T {OFFLINE_TAG}", self.region_top, 20,
-                             parse=leading_letter)  # fmt: skip
+        s = await ask_letter(
+            ctx.llm,
+            msgs,
+            f"T {OFFLINE_TAG}",
+            self.config.region_top_logprobs,
+            20,
+            parse=leading_letter,
+        )
         self._count_region(REGION_Q, s)
         region = UNKNOWN if s.probs is None else int(np.argmax(s.probs))
         fe.update(region=REGION_NAMES[region], region_source=s.source, region_reply=s.text[:200])
@@ -147,7 +164,7 @@ class FineEQAProposer(VLMExploreProposer):
         n = len(pts)
         img = ImagePart(self.last_drawn or view.frame)
         msgs = point_messages(REGION_NAMES[region], n, img)
-        s = await ask_letter(ctx.llm, msgs, f"A {OFFLINE_TAG}", self.top_logprobs, n)
+        s = await ask_letter(ctx.llm, msgs, f"A {OFFLINE_TAG}", self.config.top_logprobs, n)
         self._count_region(POINT_Q, s)
         k = 0 if s.probs is None else int(np.argmax(s.probs))
         fe.update(point=option_letters(n)[k], point_source=s.source, point_reply=s.text[:200])
@@ -189,7 +206,7 @@ class FineEQAProposer(VLMExploreProposer):
     # ------------------------------------------------------------------ dry run / provenance
     def step_requests(self, episode: Episode, size: tuple[int, int]) -> list[RequestEstimate]:
         """vlm_explore's questions plus the region and region point questions (worst case)."""
-        n = self.vp.num_prompt_points
+        n = self.config.visual_prompt.num_prompt_points
         return [
             *super().step_requests(episode, size),
             RequestEstimate("policy", region_messages(), [size], tuple(option_letters(20))),
@@ -255,9 +272,12 @@ class FineEQAPolicy(GuidedExplorePolicy):
         key = id(ctx.llm)
         if key not in self._region_clients:
             self._region_clients[key] = LLMClient(
-                region, role="region", cache=ctx.llm.cache, cache_salt=ctx.llm.cache_salt,
+                region,
+                role="region",
+                cache=ctx.llm.cache,
+                cache_salt=ctx.llm.cache_salt,
                 ceiling=ctx.llm.ceiling,
-            )  # fmt: skip
+            )
         return self._region_clients[key]
 
     def proposer_factory(self) -> Any:

@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 
 from eqa_runner.configured import Configured
-from eqa_runner.mapping.config import FrontierPlannerConfig
 from eqa_runner.mapping.frontier import FrontierPlanner, PlannerMaps
 from eqa_runner.policies.config import FrontierProposerConfig
 from eqa_runner.policies.proposer import AgentState, Waypoint, WaypointProposer
@@ -57,12 +56,7 @@ class FrontierProposer(Configured, WaypointProposer):
         """``planner=``: the planner settings, a :class:`FrontierPlannerConfig` or a mapping of
         its keys (merged over the schema's; an unknown key is refused)."""
         super().__init__(config, **overrides)
-        c = self.config
-        self.cfg: FrontierPlannerConfig = c.planner
-        self.look_around = [math.radians(float(d)) for d in c.look_around_deg]
-        self.save_maps = bool(c.save_maps)
-        self.map_scale = int(c.map_scale)
-        self.planner = FrontierPlanner(self.cfg)
+        self.planner = FrontierPlanner(self.config.planner)
         self.artifacts_dir: Path | None = None  # set by the loop when run.save_artifacts=true
         self.sim: Simulator | None = None
         self.counts = dict.fromkeys(SOURCES, 0)
@@ -80,8 +74,9 @@ class FrontierProposer(Configured, WaypointProposer):
         start = np.asarray(episode.meta["start_position"], dtype=float)
         start_n = geo.habitat_to_normal(start)
         self.sim = sim
-        self.planner.reset(bounds_normal(sim), float(start_n[2]), rng=rng,
-                           start_position_normal=start_n)  # fmt: skip
+        self.planner.reset(
+            bounds_normal(sim), float(start_n[2]), rng=rng, start_position_normal=start_n
+        )
         self.counts = dict.fromkeys(SOURCES, 0)
         self.fuse_ms, self.plan_ms, self.render_ms, self.snapshots = [], [], [], []
         self.fuse_cpu_ms, self.plan_cpu_ms = [], []
@@ -93,7 +88,7 @@ class FrontierProposer(Configured, WaypointProposer):
 
     def propose(self, agent_state: AgentState) -> Waypoint:
         """Look around (simulator thread), then plan the next pose."""
-        if self.look_around and self.sim is not None:
+        if self.config.look_around_deg and self.sim is not None:
             self._look_around(agent_state)
         t0, c0 = time.perf_counter(), time.thread_time()
         with self.times.part("plan"):
@@ -106,12 +101,17 @@ class FrontierProposer(Configured, WaypointProposer):
         self.fuse_cpu_ms.append(self._step_fuse_cpu)
         self._step_fuse = self._step_fuse_cpu = 0.0
         self.counts[wp.source] = self.counts.get(wp.source, 0) + 1
-        if self.save_maps and self.artifacts_dir is not None and self.planner.maps is not None:
+        if (
+            self.config.save_maps
+            and self.artifacts_dir is not None
+            and self.planner.maps is not None
+        ):
             # the maps' arrays are fresh per plan: keeping references is a snapshot
-            self.snapshots.append((agent_state.step, self.planner.maps,
-                                   list(self.planner.path_normal)))  # fmt: skip
+            self.snapshots.append(
+                (agent_state.step, self.planner.maps, list(self.planner.path_normal))
+            )
         info = dict(wp.info)
-        info["views_fused"] = 1 + len(self.look_around)
+        info["views_fused"] = 1 + len(self.config.look_around_deg)
         return Waypoint(wp.position_normal, wp.angle, wp.source, info)
 
     def finish(self) -> dict[str, Any]:
@@ -122,12 +122,12 @@ class FrontierProposer(Configured, WaypointProposer):
 
             for step, maps, path in self.snapshots:
                 out = self.artifacts_dir / f"topdown_{step:03d}.png"
-                save_topdown(maps, out, path, scale=self.map_scale)
+                save_topdown(maps, out, path, scale=self.config.map_scale)
                 written.append(out.name)
             self.snapshots = []
         return {
             "source_counts": dict(self.counts),
-            "views_per_step": 1 + len(self.look_around),
+            "views_per_step": 1 + len(self.config.look_around_deg),
             "fuse_ms_median": _median(self.fuse_ms),
             "plan_ms_median": _median(self.plan_ms),
             "look_around_render_ms_median": _median(self.render_ms),
@@ -147,7 +147,7 @@ class FrontierProposer(Configured, WaypointProposer):
         sim = self.sim
         assert sim is not None
         t_render = 0.0
-        for off in self.look_around:
+        for off in map(math.radians, self.config.look_around_deg):
             t0 = time.perf_counter()
             sim.set_agent_pose(state.position, geo.yaw_to_quat(state.yaw + off))
             with self.times.part("render"):

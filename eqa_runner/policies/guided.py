@@ -14,7 +14,6 @@ from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.policies.exploration import Exploration
 from eqa_runner.policies.explore import ExplorePolicy
 from eqa_runner.policies.proposer import GuidedProposer, StepView
-from eqa_runner.policies.protocol import ExploreProtocol
 from eqa_runner.policies.vlm_questions import CONFIDENT_STOP, _r
 from eqa_runner.types import Episode
 
@@ -32,14 +31,10 @@ class GuidedExplorePolicy(ExplorePolicy):
     config_class: ClassVar[type[Any]] = GuidedPolicyConfig
     config: GuidedPolicyConfig
 
-    def __init__(
-        self, config: Any = None, *, protocol: ExploreProtocol | None = None, **overrides: Any
-    ) -> None:
-        super().__init__(config, protocol=protocol, **overrides)
-        c = self.config
-        self.stop_rule = c.stop_rule
-        self.stop_threshold = float(c.stop_threshold)
-        self.protocol_check = bool(c.protocol_check) or c.stop_rule == "protocol"
+    @property
+    def protocol_check(self) -> bool:
+        """Whether the protocol's per-step question is asked (always with stop_rule=protocol)."""
+        return self.config.protocol_check or self.config.stop_rule == "protocol"
 
     async def check_step(self, x: Exploration, view: StepView, ctx: EpisodeContext) -> bool:
         """The stop confidence and the protocol's check (concurrently), combined by the rule."""
@@ -47,21 +42,20 @@ class GuidedExplorePolicy(ExplorePolicy):
         conf_task = (
             x.proposer.assess(view, ctx) if isinstance(x.proposer, GuidedProposer) else _none()
         )
-        proto_task = (
-            self.protocol.check_step(self, x, rec, ctx) if self.protocol_check else _false()
-        )
+        proto_task = self.protocol.check_step(x, rec, ctx) if self.protocol_check else _false()
         t0 = time.perf_counter()
         conf, proto = await asyncio.gather(conf_task, proto_task)
-        confident = conf is not None and conf >= self.stop_threshold
+        confident = conf is not None and conf >= self.config.stop_threshold
         rec["stop_confidence"] = _r(conf)
         rec["confident"] = bool(confident)
         if self.protocol_check:
             rec["protocol_stop"] = bool(proto)
         rec["t_check_s"] = round(time.perf_counter() - t0, 4)
-        if self.stop_rule == "protocol":
+        rule = self.config.stop_rule
+        if rule == "protocol":
             return bool(proto)
-        stop = confident if self.stop_rule == "confidence" else confident or bool(proto)
-        if stop and (self.stop_rule == "confidence" or not proto):
+        stop = confident if rule == "confidence" else confident or bool(proto)
+        if stop and (rule == "confidence" or not proto):
             x.stop_reason = CONFIDENT_STOP
         return bool(stop)
 
@@ -70,14 +64,14 @@ class GuidedExplorePolicy(ExplorePolicy):
     ) -> list[RequestEstimate]:
         """The protocol's requests (its per-step question only when asked) plus the proposer's
         extra questions, every step of ``max_steps`` (else ``estimate_steps``)."""
-        n = int(self.max_steps) if self.max_steps else self.estimate_steps
+        n = self.dry_run_steps
         base = self.protocol.estimate_requests(
-            self, episode, prompts_dir, n if self.protocol_check else 0
+            episode, prompts_dir, n if self.protocol_check else 0
         )
         extra: list[RequestEstimate] = []
         step_requests = getattr(self._estimating, "step_requests", None)
         if callable(step_requests):
-            extra = list(step_requests(episode, self.image_size)) * n
+            extra = list(step_requests(episode, self.protocol.terms.frame_size)) * n
         return extra + base
 
     @functools.cached_property

@@ -48,7 +48,6 @@ class ImportedPolicy(Configured, Policy):
     def __init__(self, config: ImportedPolicyConfig | None = None, **overrides: Any) -> None:
         super().__init__(config, **overrides)
         self.path = Path(self.config.predictions_file)
-        self.source = self.config.source
         self._rows: dict[str, dict[str, Any]] | None = None
 
     def rows(self) -> dict[str, dict[str, Any]]:
@@ -66,9 +65,11 @@ class ImportedPolicy(Configured, Policy):
     async def predict(self, episode: Episode, ctx: EpisodeContext) -> Prediction:
         row = self.rows().get(episode.episode_id)
         if row is None:
-            raise DataError(f"episode {episode.episode_id} is not in {self.source or self.path}")
+            raise DataError(
+                f"episode {episode.episode_id} is not in {self.config.source or self.path}"
+            )
         images = [(self.path.parent / p).read_bytes() for p in row.get("judge_images") or []]
-        trace = {**dict(row.get("trace") or {}), "imported_from": self.source}
+        trace = {**dict(row.get("trace") or {}), "imported_from": self.config.source}
         return Prediction(answer=row.get("answer"), images_for_judge=images, trace=trace)
 
     def estimate_requests(

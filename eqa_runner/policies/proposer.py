@@ -108,7 +108,6 @@ class RandomProposer(Configured, WaypointProposer):
 
     def __init__(self, config: RandomProposerConfig | None = None, **overrides: Any) -> None:
         super().__init__(config, **overrides)
-        self.radius_m = float(self.config.radius_m)
         self.sim: Simulator | None = None
         self.rng: np.random.Generator | None = None
 
@@ -117,7 +116,9 @@ class RandomProposer(Configured, WaypointProposer):
 
     def propose(self, agent_state: AgentState) -> Waypoint:
         assert self.sim is not None and self.rng is not None, "reset() was not called"
-        p = self.sim.random_navigable_point_near(agent_state.position, self.radius_m, self.rng)
+        p = self.sim.random_navigable_point_near(
+            agent_state.position, self.config.radius_m, self.rng
+        )
         yaw = float(self.rng.uniform(-math.pi, math.pi))
         pn = geo.habitat_to_normal(np.asarray(p, dtype=np.float64))
         return Waypoint((float(pn[0]), float(pn[1])), yaw, "random", {})

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from eqa_runner.configured import Configured
 from eqa_runner.llm import OFFLINE_TAG, ImagePart, Message, RequestEstimate
-from eqa_runner.policies.config import ProtocolConfig
+from eqa_runner.policies.config import ExplorePolicyConfig, ProtocolConfig
 from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.policies.exploration import AnswerStep, Exploration
 from eqa_runner.records import artifact_name
@@ -30,13 +31,38 @@ JUDGE_IMAGES_DIR = "judge_images"
 OFFLINE_STOP_AFTER = 2  # offline stand-in: "no" for steps 0 and 1, then "yes"
 
 
-class LoopSettings(Protocol):
-    """What a protocol reads of the exploration policy running it (its loop settings)."""
+@dataclass(frozen=True)
+class StepBudget:
+    """The steps of one exploration: ``int(sqrt(area) * step_ratio)`` (at least 1), capped by
+    ``max_steps`` when set (``policy.step_ratio``, ``policy.max_steps``)."""
 
-    step_ratio: float
-    max_steps: int | None
-    stop_match: str
-    image_size: tuple[int, int]
+    step_ratio: float = 3.0
+    max_steps: int | None = None
+
+    def capped(self, n: int) -> int:
+        """``n`` steps, at most ``max_steps`` when that is set."""
+        return min(n, self.max_steps) if self.max_steps else n
+
+    def steps(self, scene_area: float) -> int:
+        """The budget of a scene of ``scene_area`` m²."""
+        return self.capped(max(1, int(math.sqrt(max(scene_area, 0.0)) * self.step_ratio)))
+
+
+@dataclass(frozen=True)
+class LoopTerms:
+    """What a protocol applies of its exploration policy's config, handed to it once when the
+    policy is built (:meth:`ExploreProtocol.bind`); the protocol never reads the policy."""
+
+    budget: StepBudget = field(default_factory=StepBudget)
+    stop_match: str = "contains"  # how the stop check reads a reply (:func:`is_yes`)
+    frame_size: tuple[int, int] = (512, 512)  # (width, height) of a frame, for dry-run estimates
+
+    @classmethod
+    def of(cls, c: ExplorePolicyConfig) -> LoopTerms:
+        """The terms of an exploration policy's typed config."""
+        return cls(
+            StepBudget(c.step_ratio, c.max_steps), c.stop_match, (c.image_size[0], c.image_size[1])
+        )
 
 
 class ExploreProtocol(Configured):
@@ -58,20 +84,25 @@ class ExploreProtocol(Configured):
     # record the geodesic distance to the goal at every step, not only the final one (the
     # trace's ``goal_distances``: the start, each step, the end)
     goal_distance_each_step: bool = False
+    # the policy's terms (:meth:`bind`); a protocol built alone has the schema defaults'
+    terms: LoopTerms = LoopTerms()
 
-    def budget(self, policy: LoopSettings, scene_area: float) -> int:
-        """``int(sqrt(area) * policy.step_ratio)`` (at least 1), capped by ``policy.max_steps``."""
-        n = max(1, int(math.sqrt(max(scene_area, 0.0)) * policy.step_ratio))
-        return min(n, int(policy.max_steps)) if policy.max_steps else n
+    def bind(self, terms: LoopTerms) -> ExploreProtocol:
+        """Take the policy's ``terms``, once, when the policy is built; returns ``self`` (a
+        protocol serves the one policy it is handed to: the run builds one per policy)."""
+        self.terms = terms
+        return self
 
-    async def check_step(
-        self, policy: LoopSettings, x: Exploration, rec: dict[str, Any], ctx: EpisodeContext
-    ) -> bool:
+    def budget(self, scene_area: float) -> int:
+        """The step budget of the policy's terms for a scene of ``scene_area`` m²."""
+        return self.terms.budget.steps(scene_area)
+
+    async def check_step(self, x: Exploration, rec: dict[str, Any], ctx: EpisodeContext) -> bool:
         """The stop check of every non-black frame; True stops the exploration.
 
         The one stop check of the yes/no protocols: unless :meth:`stops_without_asking`, the
         stop model is asked :meth:`stop_messages` with :meth:`stop_images` (None: no question
-        at this step) and its reply read by ``policy.stop_match`` (:func:`is_yes`); the reply
+        at this step) and its reply read by ``terms.stop_match`` (:func:`is_yes`); the reply
         and its time go in the step's record. A protocol with another per-step question (a
         confidence score) overrides this method."""
         if self.stops_without_asking(x, rec):
@@ -86,7 +117,7 @@ class ExploreProtocol(Configured):
         c = await x.stop_llm.acomplete(msgs, offline_reply=f"{word} {OFFLINE_TAG}")
         rec["stop_reply"] = c.text
         rec["t_stop_s"] = round(time.perf_counter() - t1, 4)
-        return is_yes(c.text, policy.stop_match)
+        return is_yes(c.text, self.terms.stop_match)
 
     def stops_without_asking(self, x: Exploration, rec: dict[str, Any]) -> bool:
         """A stop the protocol decides before any question (a path budget); default: none."""
@@ -105,14 +136,12 @@ class ExploreProtocol(Configured):
         """Every non-black frame (e.g. into a frame memory for the answer step)."""
         return None
 
-    async def answer(
-        self, policy: LoopSettings, episode: Episode, ctx: EpisodeContext, x: Exploration
-    ) -> AnswerStep:
+    async def answer(self, episode: Episode, ctx: EpisodeContext, x: Exploration) -> AnswerStep:
         """The episode's answer from the finished exploration."""
         raise NotImplementedError
 
     def estimate_requests(
-        self, policy: LoopSettings, episode: Episode, prompts_dir: str | None, steps: int
+        self, episode: Episode, prompts_dir: str | None, steps: int
     ) -> list[RequestEstimate]:
         """The requests of ``steps`` exploration steps and the answer (for ``run.dry_run``)."""
         return []

@@ -73,8 +73,9 @@ class SimSession:
         if not idle:
             return None
         # an idle lane: one that has this scene loaded, else one never used, else the first
-        return min(idle, key=lambda ln: (ln.loaded_key != scene_key, ln.loaded is not None,
-                                         ln.index))  # fmt: skip
+        return min(
+            idle, key=lambda ln: (ln.loaded_key != scene_key, ln.loaded is not None, ln.index)
+        )
 
     @property
     def loaded_key(self) -> str | None:

@@ -41,7 +41,6 @@ from eqa_runner.llm import (
     RequestEstimate,
 )
 from eqa_runner.llm.choice import option_letters
-from eqa_runner.mapping.config import VisualPromptConfig
 from eqa_runner.mapping.frontier import PromptPoints
 from eqa_runner.policies.config import (
     VLMExploreProposerConfig,
@@ -91,13 +90,6 @@ class VLMExploreProposer(FrontierProposer, GuidedProposer):
 
     def __init__(self, config: VLMExploreProposerConfig | None = None, **overrides: Any) -> None:
         super().__init__(config, **overrides)
-        c = self.config
-        self.vp: VisualPromptConfig = c.visual_prompt
-        self.use_lsv, self.use_gsv = bool(c.use_lsv), bool(c.use_gsv)
-        self.gsv_T, self.gsv_F = float(c.gsv_T), float(c.gsv_F)
-        self.ask_confidence = bool(c.ask_confidence)
-        self.top_logprobs = int(c.top_logprobs) if c.top_logprobs else None
-        self.save_prompt_images = bool(c.save_prompt_images)
         self.last_points: PromptPoints | None = None  # this step's lettered points
         self.last_drawn: bytes | None = None  # and the frame they are drawn on
         self._reset_stats()
@@ -121,12 +113,12 @@ class VLMExploreProposer(FrontierProposer, GuidedProposer):
     # ------------------------------------------------------------------ GuidedProposer hooks
     async def assess(self, view: StepView, ctx: EpisodeContext) -> float | None:
         """The stop confidence: P(Yes) of "can you answer from this view?" on the plain frame."""
-        if not self.ask_confidence:
+        if not self.config.ask_confidence:
             return None
         word = "Yes" if view.state.step >= OFFLINE_STOP_AFTER else "No"
         with self.times.part("prompt"):
             msgs = confident_messages(view.episode, ImagePart(view.frame))
-        p, s = await ask_yes(ctx.llm, msgs, f"{word} {OFFLINE_TAG}", self.top_logprobs)
+        p, s = await ask_yes(ctx.llm, msgs, f"{word} {OFFLINE_TAG}", self.config.top_logprobs)
         self._count(CONFIDENT, s.source)
         vlm = view.record.setdefault("vlm", {})
         vlm.update(confidence=_r(p), confidence_source=s.source, confidence_reply=s.text[:200])
@@ -139,32 +131,21 @@ class VLMExploreProposer(FrontierProposer, GuidedProposer):
         if view.black:
             return None
         t0 = time.perf_counter()
-        obs, state = view.obs, view.state
-        pose = geo.cam_pose_tsdf(obs.cam_to_world)
-        hw = (int(obs.rgb.shape[0]), int(obs.rgb.shape[1]))
-        pts: PromptPoints = await ctx.run_cpu(
-            self._timed, "points", self.planner.prompt_points,
-            state.position_normal, pose, obs.intrinsics, hw, self.vp,
-        )  # fmt: skip
+        pts = await self._prompt_points(view, ctx)
         vlm = view.record.setdefault("vlm", {})
         vlm["candidates"] = int(pts.candidates)
         self.last_points, self.last_drawn = pts, None  # read by subclasses (fine_eqa)
-        if len(pts) < self.vp.min_num_prompt_points:
+        if len(pts) < self.config.visual_prompt.min_num_prompt_points:
             vlm["points"] = []
             return None
         n = len(pts)
-        letters = option_letters(n)
+        radius = self.config.visual_prompt.circle_radius
         drawn = await ctx.run_cpu(
-            self._timed, "encode", draw_letters, obs.rgb, pts.pixels, self.vp.circle_radius
+            self._timed, "encode", draw_letters, view.obs.rgb, pts.pixels, radius
         )
         self.last_drawn = drawn
-        if self.save_prompt_images and self.artifacts_dir is not None:
-            name = f"step_{state.step:03d}_prompt.png"
-            self.artifacts_dir.mkdir(parents=True, exist_ok=True)
-            with self.times.part("artifacts"):
-                (self.artifacts_dir / name).write_bytes(drawn)
-            self.prompt_images.append(name)
-            vlm["prompt_image"] = name
+        if self.config.save_prompt_images and self.artifacts_dir is not None:
+            vlm["prompt_image"] = self._save_prompt_image(view.state.step, drawn)
         lsv_task = self._lsv(view.episode, drawn, n, ctx, vlm)
         gsv_task = self._gsv(view.episode, view.frame, ctx, vlm)
         with self.times.span("model"):  # both questions at once, minus their prompt building
@@ -182,24 +163,45 @@ class VLMExploreProposer(FrontierProposer, GuidedProposer):
                     "pixel": [int(p) for p in px],
                     "value": round(float(v), 5),
                 }
-                for k, xy, px, v in zip(letters, pts.xy, pts.pixels, values, strict=True)
-            ],  # fmt: skip
+                for k, xy, px, v in zip(option_letters(n), pts.xy, pts.pixels, values, strict=True)
+            ],
             lsv=[round(float(v), 5) for v in lsv],
             gsv=round(float(gsv), 5),
             t_semantic_s=round(time.perf_counter() - t0, 4),
         )
         return None
 
+    async def _prompt_points(self, view: StepView, ctx: EpisodeContext) -> PromptPoints:
+        """(CPU pool) The frontier points visible in this frame, to be lettered."""
+        obs = view.obs
+        pose = geo.cam_pose_tsdf(obs.cam_to_world)
+        hw = (int(obs.rgb.shape[0]), int(obs.rgb.shape[1]))
+        vp, at = self.config.visual_prompt, view.state.position_normal
+        pts: PromptPoints = await ctx.run_cpu(
+            self._timed, "points", self.planner.prompt_points, at, pose, obs.intrinsics, hw, vp
+        )
+        return pts
+
+    def _save_prompt_image(self, step: int, drawn: bytes) -> str:
+        """Write the lettered frame as ``step_NNN_prompt.png``; its name."""
+        assert self.artifacts_dir is not None
+        name = f"step_{step:03d}_prompt.png"
+        self.artifacts_dir.mkdir(parents=True, exist_ok=True)
+        with self.times.part("artifacts"):
+            (self.artifacts_dir / name).write_bytes(drawn)
+        self.prompt_images.append(name)
+        return name
+
     async def _lsv(
         self, ep: Episode, drawn: bytes, n: int, ctx: EpisodeContext, vlm: dict[str, Any]
     ) -> list[float]:
         """softmax over the drawn letters x n / num_prompt_points (uniform when off/unparsable)."""
-        scale = n / self.vp.num_prompt_points
-        if not self.use_lsv:
+        scale = n / self.config.visual_prompt.num_prompt_points
+        if not self.config.use_lsv:
             return [scale / n] * n
         with self.times.part("prompt"):
             msgs = direction_messages(ep, n, ImagePart(drawn))
-        s = await ask_letter(ctx.llm, msgs, f"A {OFFLINE_TAG}", self.top_logprobs, n)
+        s = await ask_letter(ctx.llm, msgs, f"A {OFFLINE_TAG}", self.config.top_logprobs, n)
         probs = s.probs
         self._count(DIRECTION, s.source)
         vlm.update(direction_source=s.source, direction_reply=s.text[:200])
@@ -214,14 +216,14 @@ class VLMExploreProposer(FrontierProposer, GuidedProposer):
         self, ep: Episode, frame: bytes, ctx: EpisodeContext, vlm: dict[str, Any]
     ) -> float:
         """exp(P(Yes) / gsv_T) / gsv_F (1 when off; P(Yes) = 0.5 when unparsable)."""
-        if not self.use_gsv:
+        if not self.config.use_gsv:
             return 1.0
         with self.times.part("prompt"):
             msgs = worth_messages(ep, ImagePart(frame))
-        p, s = await ask_yes(ctx.llm, msgs, f"Yes {OFFLINE_TAG}", self.top_logprobs)
+        p, s = await ask_yes(ctx.llm, msgs, f"Yes {OFFLINE_TAG}", self.config.top_logprobs)
         self._count(WORTH, s.source)
         vlm.update(worth=_r(p), worth_source=s.source, worth_reply=s.text[:200])
-        return math.exp((0.5 if p is None else p) / self.gsv_T) / self.gsv_F
+        return math.exp((0.5 if p is None else p) / self.config.gsv_T) / self.config.gsv_F
 
     def _timed(self, part: str, fn: Callable[..., T], *args: Any) -> T:
         """(CPU pool) ``fn(*args)`` timed as ``part`` of the step (run.profile)."""
@@ -253,20 +255,20 @@ class VLMExploreProposer(FrontierProposer, GuidedProposer):
     def step_requests(self, episode: Episode, size: tuple[int, int]) -> list[RequestEstimate]:
         """The extra requests of one step (worst case: points drawn every step)."""
         out = []
-        if self.ask_confidence:
+        if self.config.ask_confidence:
             out.append(RequestEstimate("policy", confident_messages(episode), [size], YES_NO))
-        if self.use_lsv:
-            n = self.vp.num_prompt_points
+        if self.config.use_lsv:
+            n = self.config.visual_prompt.num_prompt_points
             msgs = direction_messages(episode, n)
             out.append(RequestEstimate("policy", msgs, [size], tuple(option_letters(n))))
-        if self.use_gsv:
+        if self.config.use_gsv:
             out.append(RequestEstimate("policy", worth_messages(episode), [size], YES_NO))
         return out
 
     def prompt_records(self) -> dict[str, dict[str, object]]:
-        names = [CONFIDENT] if self.ask_confidence else []
-        names += [DIRECTION] if self.use_lsv else []
-        names += [WORTH] if self.use_gsv else []
+        names = [CONFIDENT] if self.config.ask_confidence else []
+        names += [DIRECTION] if self.config.use_lsv else []
+        names += [WORTH] if self.config.use_gsv else []
         return {f"{PROMPTS}/{n}": vlm_prompt(n)[2].record() for n in names}
 
 

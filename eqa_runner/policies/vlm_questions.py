@@ -173,9 +173,13 @@ def _yes_top(c: Completion) -> tuple[list[float] | None, tuple[str, ...]]:
 
 
 async def ask_letter(
-    llm: LLMClient, messages: list[Message], offline_reply: str, top_logprobs: int | None,
-    n: int, parse: Any = None,
-) -> Scored:  # fmt: skip
+    llm: LLMClient,
+    messages: list[Message],
+    offline_reply: str,
+    top_logprobs: int | None,
+    n: int,
+    parse: Any = None,
+) -> Scored:
     """A question answered by one of the first ``n`` letters, scored by ``llm.letter_scoring``
     (``parse``: the reply parser, default :func:`parse_choice`)."""
     letters = option_letters(n)
@@ -185,9 +189,14 @@ async def ask_letter(
         return None if k is None else letters.index(k)
 
     return await score_options(
-        llm, messages, list(letters), parse=parsed, top=_letter_top(n),
-        offline_reply=offline_reply, top_logprobs=top_logprobs,
-    )  # fmt: skip
+        llm,
+        messages,
+        list(letters),
+        parse=parsed,
+        top=_letter_top(n),
+        offline_reply=offline_reply,
+        top_logprobs=top_logprobs,
+    )
 
 
 async def ask_yes(
@@ -200,7 +209,12 @@ async def ask_yes(
         return None if p is None else (0 if p == 1.0 else 1)
 
     s = await score_options(
-        llm, messages, ["Yes", "No"], parse=parsed, top=_yes_top,
-        offline_reply=offline_reply, top_logprobs=top_logprobs,
-    )  # fmt: skip
+        llm,
+        messages,
+        ["Yes", "No"],
+        parse=parsed,
+        top=_yes_top,
+        offline_reply=offline_reply,
+        top_logprobs=top_logprobs,
+    )
     return (None if s.probs is None else s.probs[0]), s

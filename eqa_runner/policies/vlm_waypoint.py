@@ -159,7 +159,6 @@ class WaypointVLMProposer(Configured, GuidedProposer):
 
     def __init__(self, config: WaypointVLMProposerConfig | None = None, **overrides: Any) -> None:
         super().__init__(config, **overrides)
-        self.hop_hint_m = float(self.config.hop_hint_m)
         self.parsed = self.unparsable = 0
 
     def reset(self, episode: Episode, sim: Any, rng: np.random.Generator) -> None:
@@ -169,14 +168,21 @@ class WaypointVLMProposer(Configured, GuidedProposer):
         """Not used by the loop (``propose_async`` always answers); NaN asks for the fallback."""
         return Waypoint((math.nan, math.nan), math.nan, "fallback", {})
 
-    def messages(self, episode: Episode, state: AgentState, budget: int,
-                 *img: ImagePart) -> list[Message]:  # fmt: skip
+    def messages(
+        self, episode: Episode, state: AgentState, budget: int, *img: ImagePart
+    ) -> list[Message]:
         p = state.position_normal
         return vlm_messages(
-            WAYPOINT, img, question=episode.question, step=state.step + 1, budget=budget,
-            x=float(p[0]) + 0.0, y=float(p[1]) + 0.0, angle=round(float(state.yaw), 2) + 0.0,
-            hop_m=self.hop_hint_m,
-        )  # fmt: skip
+            WAYPOINT,
+            img,
+            question=episode.question,
+            step=state.step + 1,
+            budget=budget,
+            x=float(p[0]) + 0.0,
+            y=float(p[1]) + 0.0,
+            angle=round(float(state.yaw), 2) + 0.0,
+            hop_m=self.config.hop_hint_m,
+        )
 
     def offline_reply(self, state: AgentState) -> str:
         """The offline stand-in: 1 m straight ahead, same heading."""

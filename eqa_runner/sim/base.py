@@ -89,14 +89,10 @@ class Simulator(Configured, ABC):
             float(c.tilt_deg),
             float(c.sensor_forward_m),
         )
-        self.agent_radius = float(c.agent_radius)
-        self.agent_height = float(c.agent_height)
-        self.agent_max_climb = float(c.agent_max_climb)
-        self.seed = int(c.seed)
         self.nav = NavSettings(
-            agent_radius=self.agent_radius,
-            agent_height=self.agent_height,
-            agent_max_climb=self.agent_max_climb,
+            agent_radius=float(c.agent_radius),
+            agent_height=float(c.agent_height),
+            agent_max_climb=float(c.agent_max_climb),
             agent_max_slope=float(c.agent_max_slope),
             cell_size=float(c.cell_size),
             cell_height=float(c.cell_height),

@@ -64,14 +64,8 @@ class HabitatSimulator(Simulator):
 
     def __init__(self, config: HabitatSimConfig | None = None, **overrides: Any) -> None:
         super().__init__(config, **overrides)
-        c = self.config
-        self.scene_lighting = c.scene_lighting
-        self._init_body(c)
+        self._init_body(self.config)
         self._islands: Any = None  # NavmeshIslands of the loaded navmesh, built on first use
-        self.gpu_device_id = int(c.gpu_device_id)
-        self.scene_dataset_config = c.scene_dataset_config
-        self.enable_physics = bool(c.enable_physics)
-        self.max_tries = int(c.max_tries)
         self.scene: SceneSpec | None = None
         # habitat_sim ships no type information: its Simulator, Agent and module are Any
         self._sim: Any = None
@@ -96,12 +90,12 @@ class HabitatSimulator(Simulator):
         hs = self._hsim()
         sim_cfg = hs.SimulatorConfiguration()
         sim_cfg.scene_id = str(scene.mesh_path)
-        dataset = scene.dataset_config or self.scene_dataset_config
+        dataset = scene.dataset_config or self.config.scene_dataset_config
         if dataset:
             sim_cfg.scene_dataset_config_file = str(dataset)
-        sim_cfg.gpu_device_id = self.gpu_device_id
-        sim_cfg.random_seed = self.seed
-        sim_cfg.enable_physics = self.enable_physics
+        sim_cfg.gpu_device_id = self.config.gpu_device_id
+        sim_cfg.random_seed = self.config.seed
+        sim_cfg.enable_physics = self.config.enable_physics
         if self.lighting_for(scene.mesh_path) == "default":
             sim_cfg.scene_light_setup = hs.gfx.DEFAULT_LIGHTING_KEY
             sim_cfg.override_scene_light_defaults = True
@@ -120,15 +114,15 @@ class HabitatSimulator(Simulator):
             spec.orientation = [math.radians(s.tilt_deg), 0.0, 0.0]
             specs.append(spec)
         agent_cfg = hs.agent.AgentConfiguration()
-        agent_cfg.height = self.agent_height
-        agent_cfg.radius = self.agent_radius
+        agent_cfg.height = self.config.agent_height
+        agent_cfg.radius = self.config.agent_radius
         agent_cfg.sensor_specifications = specs
         return hs.Configuration(sim_cfg, [agent_cfg])
 
     def lighting_for(self, mesh_path) -> str:
         """``none`` (habitat's unlit default) or ``default`` (its default light setup)."""
-        if self.scene_lighting != "auto":
-            return self.scene_lighting
+        if self.config.scene_lighting != "auto":
+            return self.config.scene_lighting
         return "default" if Path(mesh_path).suffix.lower() == ".ply" else "none"
 
     def resolve_scene(self, scenes_dir: Path, scene_id: str) -> SceneSpec:
@@ -141,8 +135,8 @@ class HabitatSimulator(Simulator):
                 navmesh = cand
                 break
         dataset = None
-        if self.scene_dataset_config:
-            dataset = Path(self.scene_dataset_config)
+        if self.config.scene_dataset_config:
+            dataset = Path(self.config.scene_dataset_config)
         else:
             for root in (Path(scenes_dir), Path(scenes_dir) / "hm3d", Path(scenes_dir).parent):
                 found = sorted(root.glob("*.scene_dataset_config.json")) if root.is_dir() else []
@@ -189,7 +183,7 @@ class HabitatSimulator(Simulator):
         soup = getattr(pf, "build_navmesh_vertices", None)
         if soup is not None and len(soup()) == 0:
             raise SceneError(f"scene {scene.scene_id}: no navigable area (empty navmesh)")
-        pf.seed(self.seed)
+        pf.seed(self.config.seed)
         self._islands = None
         self.scene = scene
 
@@ -283,7 +277,7 @@ class HabitatSimulator(Simulator):
             return q
         if self._islands is None:
             soup = np.asarray(pf.build_navmesh_vertices(), dtype=np.float64)
-            self._islands = NavmeshIslands(soup, self.agent_max_climb)
+            self._islands = NavmeshIslands(soup, self.config.agent_max_climb)
         st = self._agent.get_state()
         home = self._islands.island_of(np.asarray(st.position, dtype=np.float64), tol=0.3)
         if home is None or (np.all(np.isfinite(q)) and self._islands.island_of(q, 0.05) == home):
@@ -298,7 +292,7 @@ class HabitatSimulator(Simulator):
             pf = self._pf()
             pf.seed(seed)
             q = pf.get_random_navigable_point_near(
-                circle_center=p, radius=float(radius), max_tries=self.max_tries
+                circle_center=p, radius=float(radius), max_tries=self.config.max_tries
             )
             q = np.asarray(q, dtype=np.float64)
             return q if np.all(np.isfinite(q)) else NAN3.copy()
@@ -357,7 +351,7 @@ class HabitatSimulator(Simulator):
         other levels."""
         if floor_y is None:
             floor_y = float(self.agent_pose()[0][1])
-        lim = self.agent_max_climb + 0.05 if band is None else float(band)
+        lim = self.config.agent_max_climb + 0.05 if band is None else float(band)
 
         def run():
             v = np.asarray(self._pf().build_navmesh_vertices(), dtype=np.float64).reshape(-1, 3, 3)

@@ -54,11 +54,6 @@ class MeshSimulator(Simulator):
         super().__init__(config, **overrides)
         c = self.config
         self._init_body(c)
-        self.cull_back_faces = bool(c.cull_back_faces)
-        self.cell_size = float(c.cell_size)
-        self.snap_max_dist = float(c.snap_max_dist)
-        self.up_axis = c.up_axis
-        self.interpolate_colors = bool(c.interpolate_colors)
         self._no_uv = np.zeros((1, 2), dtype=np.float32)
         self.scene: SceneSpec | None = None
         self._mesh: TriangleMeshData | None = None
@@ -78,7 +73,7 @@ class MeshSimulator(Simulator):
 
     def load_scene(self, scene: SceneSpec, *, start_position=None) -> None:
         if self.scene is None or Path(self.scene.mesh_path) != Path(scene.mesh_path):
-            self.load_arrays(load_mesh_file(Path(scene.mesh_path), self.up_axis))
+            self.load_arrays(load_mesh_file(Path(scene.mesh_path), self.config.up_axis))
         self.scene = scene
         self._floor = None  # found on first use (building the navigable spans is not free)
         self._has_pose = start_position is not None
@@ -193,7 +188,7 @@ class MeshSimulator(Simulator):
         # headlight: |n . d| / |d| with n in the camera frame, d = (x, y, -1)
         n_cam = rotate_normals(cam[:3, :3].astype(np.float32), self._fn_t)  # (3, F + 1)
         t, pid, uv = rasterize(
-            self._v64, self._tri32, cam, k, s.width, s.height, self.cull_back_faces
+            self._v64, self._tri32, cam, k, s.width, s.height, self.config.cull_back_faces
         )  # z-depth, as a ray through each pixel centre with unit forward component hits
         out = {"t_hit": t, "primitive_ids": pid, "primitive_uvs": uv}
         shade = self._shade_reference if reference else self._shade_compiled
@@ -210,7 +205,7 @@ class MeshSimulator(Simulator):
         from eqa_runner.sim.shade_kernel import shade_hits
 
         s = self.sensor
-        interpolate = bool(self.interpolate_colors and not self._flat_colors)
+        interpolate = bool(self.config.interpolate_colors and not self._flat_colors)
         uv = out["primitive_uvs"] if interpolate else self._no_uv
         rgb = np.empty((t.size, 3), dtype=np.uint8)
         depth = np.empty(t.size, dtype=np.float32)
@@ -288,7 +283,7 @@ class MeshSimulator(Simulator):
         mesh = self._require()
         if self._nav is None:
             field = build_spans(mesh.vertices, self._tri, self.nav)
-            nav = LayeredNavGrid(field, self.agent_max_climb)
+            nav = LayeredNavGrid(field, self.config.agent_max_climb)
             if nav.n_nodes == 0:
                 name = self.scene.scene_id if self.scene else "<memory>"
                 raise SceneError(f"scene {name}: {no_floor_cause(mesh, self.nav)}")
@@ -303,7 +298,7 @@ class MeshSimulator(Simulator):
     def _island(self) -> int | None:
         """The island (connected navigable region) the agent stands on, None when off it."""
         nav = self.layered
-        node = nav.node_at(self._pos, tol=self.agent_max_climb + 0.05)
+        node = nav.node_at(self._pos, tol=self.config.agent_max_climb + 0.05)
         return int(nav.island[node]) if node >= 0 else None
 
     @property
@@ -316,7 +311,7 @@ class MeshSimulator(Simulator):
         key = round(self._agent_floor(), 2)
         if key not in self._views:
             self._views[key] = self.layered.floor_view(
-                self._agent_floor(), self.agent_max_climb + 0.05, self.snap_max_dist
+                self._agent_floor(), self.config.agent_max_climb + 0.05, self.config.snap_max_dist
             )
         return self._views[key]
 
@@ -346,7 +341,7 @@ class MeshSimulator(Simulator):
         if nav.n_nodes == 0:
             return np.zeros(3), np.zeros(3)
         pos = np.column_stack([nav.xz[:, 0], nav.y, nav.xz[:, 1]])
-        half = np.array([self.cell_size / 2, 0.0, self.cell_size / 2])
+        half = np.array([self.config.cell_size / 2, 0.0, self.config.cell_size / 2])
         return pos.min(axis=0) - half, pos.max(axis=0) + half
 
     def is_navigable(self, p) -> bool:
@@ -358,7 +353,7 @@ class MeshSimulator(Simulator):
     def random_navigable_point(self, rng: np.random.Generator) -> np.ndarray:
         """A uniformly random navigable cell centre on the agent's storey."""
         nav = self.layered
-        sel = nav.on_floor(self._agent_floor(), self.agent_max_climb + 0.05)
+        sel = nav.on_floor(self._agent_floor(), self.config.agent_max_climb + 0.05)
         if len(sel) == 0:
             return NAN3.copy()
         return nav.point(int(sel[int(rng.integers(len(sel)))]))
@@ -368,12 +363,14 @@ class MeshSimulator(Simulator):
         5 cm) of ``floor_y`` (default: the agent's floor), as the habitat backend measures its
         navmesh."""
         y = self._agent_floor() if floor_y is None else float(floor_y)
-        sel = self.layered.on_floor(y, self.agent_max_climb + 0.05 if band is None else band)
-        return float(len(sel)) * self.cell_size**2
+        sel = self.layered.on_floor(y, self.config.agent_max_climb + 0.05 if band is None else band)
+        return float(len(sel)) * self.config.cell_size**2
 
     def navigable_map(self, floor_y: float, cell_m: float = 0.1) -> NavigableMap:
         """The storey at ``floor_y`` (this backend's own cells; ``cell_m`` is not used)."""
-        g = self.layered.floor_view(float(floor_y), self.agent_max_climb + 0.05, self.snap_max_dist)
+        g = self.layered.floor_view(
+            float(floor_y), self.config.agent_max_climb + 0.05, self.config.snap_max_dist
+        )
         return NavigableMap(g.navigable, (g.x0, g.z0), g.c, g.floor_y)
 
     def close(self) -> None:

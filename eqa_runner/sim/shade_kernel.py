@@ -79,7 +79,7 @@ def shade_reference(sim, out, t, n_f, n_cam, x, y, head_k):
     np.abs(shade, out=shade)
     shade *= head_k
     shade += np.take(sim._k_static, pid)
-    if sim.interpolate_colors and not sim._flat_colors:
+    if sim.config.interpolate_colors and not sim._flat_colors:
         uv = out["primitive_uvs"]
         tri = np.take(sim._tri_s, pid, axis=0)
         u, v = uv[:, 0:1], uv[:, 1:2]

@@ -57,9 +57,8 @@ def test_budget_and_dry_run_estimate(aeqa_demo):
     proto = AEQAProtocol(num_steps=50, memory_frames=8, image_size=360)
     pol = ExplorePolicy(REPolicyConfig(), image_size=(1280, 1280), protocol=proto)
     assert pol.budget(10.0) == pol.budget(400.0) == 50  # fixed, whatever the scene's area
-    pol.max_steps = 20
-    assert pol.budget(400.0) == 20  # policy.max_steps still caps it
-    pol.max_steps = None
+    capped = ExplorePolicy(REPolicyConfig(), max_steps=20, protocol=AEQAProtocol(num_steps=50))
+    assert capped.budget(400.0) == 20  # policy.max_steps still caps it
     ep = AEQATask(data_dir=str(aeqa_demo)).load_episodes()[0]
     reqs = pol.estimate_requests(ep, None, None)
     assert len(reqs) == 51

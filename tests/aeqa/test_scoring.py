@@ -144,7 +144,7 @@ def test_aggregate_blind_fallback(tmp_path):
 def test_blind_fallback_needs_a_blind_run(tmp_path):
     # without a blind run the default rule cannot apply: zero, and the row is not comparable
     j = AEQAJudge(model="offline")
-    assert j.missing_prediction == "blind_fallback" and j.applied_rule == "zero"
+    assert j.config.missing_prediction == "blind_fallback" and j.applied_rule == "zero"
     assert j.comparability()["comparable"] is False
     with pytest.raises(ConfigError, match="no episodes.jsonl"):
         AEQAJudge(model="offline", missing_prediction="blind_fallback", blind_run_dir=str(tmp_path))

@@ -57,5 +57,5 @@ def test_every_option_composes_checks_and_builds(compose_cfg, tmp_path, group, o
         LLMClient(OmegaConf.to_container(cfg.llm, resolve=True), role="policy")
     if group == "sim":
         sim = instantiate(cfg.sim, _convert_="all")  # no scene loaded: nothing heavy imported
-        assert isinstance(sim, Simulator) and sim.seed == cfg.run.seed
+        assert isinstance(sim, Simulator) and sim.config.seed == cfg.run.seed
         sim.close()

@@ -60,7 +60,10 @@ def test_a_run_builds_an_exploration_policy_with_its_tasks_protocol(compose_cfg,
     policy = build(cfg.policy, Policy, "policy")
     assert isinstance(policy, GuidedExplorePolicy)
     assert type(policy.config) is pc.VLMWaypointPolicyConfig and policy.name == "vlm_waypoint"
-    assert policy.stop_rule == "protocol" and policy.image_size == (1280, 1280)
+    assert policy.config.stop_rule == "protocol" and policy.protocol.terms.frame_size == (
+        1280,
+        1280,
+    )
     assert isinstance(policy.protocol, AEQAProtocol) and policy.protocol.config.num_steps == 9
     first, second = policy.proposer_factory(), policy.proposer_factory()
     assert isinstance(first, WaypointVLMProposer) and first is not second

@@ -29,7 +29,7 @@ def test_task_express_policy_re_composes_with_eac(compose_cfg):
         policy.proposer_factory(), RandomProposer
     )
     assert judge.llm_overrides["model"] == "openai/gpt-4o-mini-2024-07-18"
-    assert policy.image_size == (512, 512)
+    assert policy.protocol.terms.frame_size == (512, 512)
 
 
 def test_habitat_backend_resolves_scenes_in_check(compose_cfg):

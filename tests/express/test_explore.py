@@ -195,7 +195,7 @@ def test_the_proposer_is_built_per_episode_from_its_node():
     ``_target_`` that is no proposer class and a bad loop key are one-line config errors."""
     policy = ExplorePolicy(RE, protocol=EXPRESS, proposer={"radius_m": 1.5})
     a, b = policy.proposer_factory(), policy.proposer_factory()
-    assert isinstance(a, RandomProposer) and a is not b and a.radius_m == 1.5
+    assert isinstance(a, RandomProposer) and a is not b and a.config.radius_m == 1.5
     bad = RandomProposerConfig(_target_="eqa_runner.policies.explore.Exploration")
     with pytest.raises(ConfigError, match=r"^policy.proposer._target_=.*not a WaypointProposer"):
         ExplorePolicy(REPolicyConfig(proposer=bad), protocol=EXPRESS)

@@ -171,7 +171,7 @@ def test_unknown_planner_key_is_an_error(compose_cfg):
 
     with pytest.raises(ConfigError, match=r"^policy.proposer.planner.epz: Key 'epz' not in"):
         FrontierProposer(planner={"epz": 2.0})
-    assert FrontierProposer(planner={"eps": 2.0}).cfg.eps == 2.0
+    assert FrontierProposer(planner={"eps": 2.0}).config.planner.eps == 2.0
     fbe = ["task=express", "policy=fbe"]
     with pytest.raises(ConfigCompositionException, match="epz"):
         compose_cfg([*fbe, "policy.proposer.planner.epz=2.0"])
@@ -241,7 +241,7 @@ def test_clip_to_camera_height_is_lossless_for_the_planner():
             st = AgentState(0, p, geo.yaw_to_quat(k * math.pi / 3), state.floor_height)
             prop.update(_observe(sim, st), st)
         vol = prop.planner.volume
-        hv = vol.height_index(prop.cfg.occupancy_height)
+        hv = vol.height_index(prop.config.planner.occupancy_height)
         maps.append((vol.explored_2d.copy(), vol.tsdf[:, :, 0].copy(), vol.tsdf[:, :, hv].copy()))
     for a, b in zip(*maps, strict=True):
         assert np.array_equal(a, b)

@@ -44,7 +44,7 @@ def _step(protocol, llm, step=0):
     x = SimpleNamespace(episode=EP, last_frame=b"png", stop_llm=llm, steps=[])
     ctx = SimpleNamespace(llm=llm, prompts_dir=None)
     rec = {"step": step}
-    stop = asyncio.run(protocol.check_step(None, x, rec, ctx))
+    stop = asyncio.run(protocol.check_step(x, rec, ctx))
     return stop, rec
 
 
@@ -95,18 +95,18 @@ def test_answer_step_applies_the_selected_rule_without_a_model():
     ]  # fmt: skip
     x = SimpleNamespace(steps=steps)
     for rule, letter, step in (("max", "A", 2), ("weighted", "D", 3)):
-        a = asyncio.run(HMEQAProtocol(answer_rule=rule).answer(None, EP, None, x))
+        a = asyncio.run(HMEQAProtocol(answer_rule=rule).answer(EP, None, x))
         assert (a.answer, a.trace["answer_step"]) == (letter, step)
         assert a.trace["rule_answers"] == {"weighted": "D", "max": "A"}
         assert a.trace["answer_path"] == "mixed" and a.trace["steps_asked"] == 3
         assert a.trace["answer_sources"] == {"logprobs": 2, "parsed": 1}
     # only a black step: upstream's uniform answer with P(Yes) 0.01 -> the first letter
     black = SimpleNamespace(steps=steps[:1])
-    up = asyncio.run(HMEQAProtocol().answer(None, EP, None, black))
+    up = asyncio.run(HMEQAProtocol().answer(EP, None, black))
     assert (
         up.answer == "A" and up.trace["answer_step"] == 0 and up.trace["black_steps"] == "uniform"
     )
-    none = asyncio.run(HMEQAProtocol(black_steps="skip").answer(None, EP, None, black))
+    none = asyncio.run(HMEQAProtocol(black_steps="skip").answer(EP, None, black))
     assert none.answer is None and none.trace["answer_path"] == "none"
 
 

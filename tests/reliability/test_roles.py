@@ -8,6 +8,7 @@ import pytest
 
 from eqa_runner.errors import ConfigError
 from eqa_runner.llm.config import LLMConfig
+from eqa_runner.policies.config import REPolicyConfig, StopModelEndpoint
 from eqa_runner.policies.explore import ExplorePolicy
 from eqa_runner.run.loop import run
 from tests.conftest import server_overrides
@@ -26,23 +27,21 @@ def test_the_stop_model_inherits_no_endpoint_key_or_price():
         model="openai/local-model", api_base="http://127.0.0.1:9/v1", api_key_env="LOCAL_KEY",
         input_usd_per_mtok=0.5, output_usd_per_mtok=1.5,
     )  # fmt: skip
-    policy = ExplorePolicy.__new__(ExplorePolicy)
-    policy.stop_model, policy.stop_llm = "openai/gpt-4o-mini-2024-07-18", {}
+    policy = ExplorePolicy.__new__(ExplorePolicy)  # extra_models reads only the typed config
+    policy.config = REPolicyConfig(stop_model="openai/gpt-4o-mini-2024-07-18")
     stop = policy.extra_models(base)["stop"]
     assert (stop.api_base, stop.api_key_env) == (None, None)
     assert (stop.input_usd_per_mtok, stop.output_usd_per_mtok) == (None, None)
-    policy.stop_llm = {
-        "api_base": "http://h/v1",
-        "api_key_env": "STOP_KEY",
-        "input_usd_per_mtok": 1,
-    }
+    policy.config.stop_llm = StopModelEndpoint(
+        api_base="http://h/v1", api_key_env="STOP_KEY", input_usd_per_mtok=1
+    )
     stop = policy.extra_models(base)["stop"]
     assert (stop.api_base, stop.api_key_env, stop.input_usd_per_mtok) == (
         "http://h/v1",
         "STOP_KEY",
         1,
     )
-    policy.stop_model = base.model
+    policy.config.stop_model = base.model
     assert policy.extra_models(base) == {}  # the policy's own model: the policy's client
 
 

@@ -28,7 +28,7 @@ def test_sim_yaml_instantiates(name, tmp_path):
     sim = instantiate(cfg.sim)
     assert sim.sensor.width == 320 and sim.sensor.height == 512
     assert sim.sensor.hfov_deg == 90.0 and sim.sensor.sensor_height_m == 1.5
-    assert sim.seed == 7
+    assert sim.config.seed == 7
     assert type(sim).__name__ == {"mesh": "MeshSimulator", "habitat": "HabitatSimulator"}[name]
     sim.close()
     GlobalHydra.instance().clear()

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from eqa_runner.llm import ImagePart, Message, user
-from eqa_runner.policies.protocol import ExploreProtocol
+from eqa_runner.policies.protocol import ExploreProtocol, LoopTerms
 from eqa_runner.timing import OFF
 from eqa_runner.types import Episode
 
@@ -42,7 +42,8 @@ def _check(protocol: ExploreProtocol, reply: str, frame: bytes, match: str) -> t
     x = SimpleNamespace(episode=EP, last_frame=frame, stop_llm=llm)
     ctx = SimpleNamespace(prompts_dir=None, times=OFF)
     rec: dict[str, Any] = {"step": 0}
-    stop = asyncio.run(protocol.check_step(SimpleNamespace(stop_match=match), x, rec, ctx))  # type: ignore[arg-type]
+    bound = protocol.bind(LoopTerms(stop_match=match))  # the policy's stop_match, given once
+    stop = asyncio.run(bound.check_step(x, rec, ctx))  # type: ignore[arg-type]
     return stop, rec
 
 
@@ -76,3 +77,38 @@ def test_the_benchmarks_write_no_stop_check_of_their_own() -> None:
         assert cls.check_step is ExploreProtocol.check_step, cls.__name__
     mp3d = pytest.importorskip("eqa_runner_mp3d_eqa.protocol")
     assert mp3d.MP3DEQAProtocol.check_step is ExploreProtocol.check_step
+
+
+def test_the_step_budget_is_the_protocols_own_value() -> None:
+    """``int(sqrt(area) * step_ratio)``, at least 1, capped by ``max_steps``: from the policy's
+    typed config, handed to the protocol once when the policy is built."""
+    from eqa_runner.policies.config import REPolicyConfig
+    from eqa_runner.policies.explore import ExplorePolicy
+    from eqa_runner.policies.protocol import StepBudget
+
+    assert [StepBudget(3.0).steps(a) for a in (100.0, 0.0, -4.0)] == [30, 1, 1]
+    assert StepBudget(3.0, 5).steps(100.0) == 5 and StepBudget(2.0, 50).steps(100.0) == 20
+    protocol = Asks(_target_="x")
+    pol = ExplorePolicy(
+        REPolicyConfig(), protocol=protocol, step_ratio=2.0, max_steps=7, stop_match="prefix"
+    )
+    assert pol.protocol is protocol and protocol.budget(100.0) == pol.budget(100.0) == 7
+    assert protocol.terms == LoopTerms(StepBudget(2.0, 7), "prefix", (512, 512))
+
+
+def test_no_protocol_method_receives_the_policy() -> None:
+    """The budget, the stop check, the answer and the estimate read the protocol's own terms."""
+    import inspect
+
+    from eqa_runner.benchmarks.aeqa.protocol import AEQAProtocol
+    from eqa_runner.benchmarks.express.protocol import ExpressProtocol
+    from eqa_runner.benchmarks.hmeqa.protocol import HMEQAProtocol
+    from eqa_runner.benchmarks.mt_hm3d.protocol import MTHM3DProtocol
+
+    classes: list[type] = [ExploreProtocol, AEQAProtocol, ExpressProtocol, HMEQAProtocol]
+    classes.append(MTHM3DProtocol)
+    classes.append(pytest.importorskip("eqa_runner_mp3d_eqa.protocol").MP3DEQAProtocol)
+    for cls in classes:
+        for name in ("budget", "check_step", "answer", "estimate_requests"):
+            params = inspect.signature(getattr(cls, name)).parameters
+            assert "policy" not in params, f"{cls.__name__}.{name}"

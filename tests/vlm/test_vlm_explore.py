@@ -208,7 +208,7 @@ class VerdictProtocol:
     def __init__(self, verdict):
         self.verdict, self.calls = verdict, 0
 
-    async def check_step(self, policy, x, rec, ctx):
+    async def check_step(self, x, rec, ctx):
         self.calls += 1
         return self.verdict
 

@@ -114,10 +114,6 @@ class AEQAJudge(LLMMatchJudge):
     def __init__(self, config: Schema | None = None, **overrides: Any) -> None:
         super().__init__(config, **overrides)
         c = self.config
-        self.missing_prediction, self.path_length = c.missing_prediction, c.path_length
-        self.missing_path = c.missing_path
-        # "self": this run is the blind baseline (its own marks are the blind file)
-        self.is_blind_baseline = c.blind_run_dir == BLIND_SELF
         self.blind_run_dir = (
             Path(c.blind_run_dir) if c.blind_run_dir and not self.is_blind_baseline else None
         )
@@ -135,6 +131,12 @@ class AEQAJudge(LLMMatchJudge):
                     "baseline first (python -m eqa_runner experiment=aeqa_blind ...)."
                 )
 
+    @property
+    def is_blind_baseline(self) -> bool:
+        """``judge.blind_run_dir=self``: this run is the blind baseline (its own marks are the
+        blind file)."""
+        return self.config.blind_run_dir == BLIND_SELF
+
     def check_inputs(self, task_name: str | None, data: Mapping[str, Any]) -> None:
         """With ``blind_fallback``, the blind run must be a finished ``policy=blind`` run of this
         task over the same question file (:func:`.blind.check_blind_source`)."""
@@ -150,7 +152,7 @@ class AEQAJudge(LLMMatchJudge):
         geo = _num(trace.get("path_len"))  # null in a record: an infinite (unreachable) path
         geodesic = math.inf if geo is None else geo
         xz = _num(trace.get("path_len_xz"))
-        p = geodesic if self.path_length == "geodesic" or xz is None else xz
+        p = geodesic if self.config.path_length == "geodesic" or xz is None else xz
         if math.isinf(geodesic):
             p = math.inf
         w = path_weight(ref, p)
@@ -326,7 +328,7 @@ class AEQAJudge(LLMMatchJudge):
             counts["no_reference_length"] += 1
         elif spl is None and explores:  # judged, but the trace has no path length
             counts["no_path_length"] += 1
-            spl = 0.0 if self.missing_path == "weight0" else None
+            spl = 0.0 if self.config.missing_path == "weight0" else None
         counts["judged"] += 1
         return r, lm, spl
 
@@ -350,17 +352,18 @@ class AEQAJudge(LLMMatchJudge):
     def comparability(self) -> dict[str, Any]:
         """Whether this row can stand beside the published A-EQA rows (3D-Mem's scorer)."""
         why = []
-        if self.missing_prediction != "blind_fallback":
+        if self.config.missing_prediction != "blind_fallback":
             why.append(
-                f"judge.missing_prediction={self.missing_prediction} (published: blind_fallback)"
+                f"judge.missing_prediction={self.config.missing_prediction} (published: "
+                "blind_fallback)"
             )
         elif self.blind_run_dir is None and not self.is_blind_baseline:
             why.append(
                 "scored without a blind run (judge.blind_run_dir is unset), so missing "
                 "predictions scored 0 instead of the blind answer's mark"
             )
-        if self.missing_path != "weight0":
-            why.append(f"judge.missing_path={self.missing_path} (published: weight0)")
+        if self.config.missing_path != "weight0":
+            why.append(f"judge.missing_path={self.config.missing_path} (published: weight0)")
         if not why:
             what = "the blind baseline" if self.is_blind_baseline else "scored"
             return {"comparable": True, "note": f"{what} as the published rows (3D-Mem-AEQA-Eval)"}
@@ -386,14 +389,14 @@ class AEQAJudge(LLMMatchJudge):
             "metric_note": (
                 "A-EQA in percent over the questions: llm_match = mean 100*(s-1)/4 (LLM-Match); "
                 "llm_match_spl = mean 100*(s-1)/4 * l/max(l, p) (efficiency-weighted LLM-Match; "
-                f"p = {self.path_length} path length, l = reference path length). Missing "
+                f"p = {self.config.path_length} path length, l = reference path length). Missing "
                 f"predictions: {self.applied_rule}. {self.comparability()['note']}"
             ),
-            "missing_prediction": self.missing_prediction,
+            "missing_prediction": self.config.missing_prediction,
             "missing_prediction_applied": self.applied_rule,
-            "missing_path": self.missing_path,
+            "missing_path": self.config.missing_path,
             "published_comparability": self.comparability(),
-            "path_length": self.path_length,
+            "path_length": self.config.path_length,
             "counts_aeqa": counts,
             "by_category": groups("category"),
             "by_subset": groups("subset"),

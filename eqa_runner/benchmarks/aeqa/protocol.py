@@ -32,10 +32,7 @@ from eqa_runner.llm import OFFLINE_TAG, ImagePart, Message, RequestEstimate, sys
 from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.policies.exploration import AnswerStep, Exploration
 from eqa_runner.policies.frame_memory import FrameMemory
-from eqa_runner.policies.protocol import (
-    ExploreProtocol,
-    LoopSettings,
-)
+from eqa_runner.policies.protocol import ExploreProtocol
 from eqa_runner.prompts import Prompt, load_prompt, shipped_dir, split_prompt
 from eqa_runner.records import artifact_name
 from eqa_runner.sim.base import Observation
@@ -96,13 +93,9 @@ class AEQAProtocol(ExploreProtocol):
         return mem
 
     # -------------------------------------------------------------- the loop's hooks
-    def budget(self, policy: LoopSettings, scene_area: float) -> int:
+    def budget(self, scene_area: float) -> int:
         """``num_steps``, capped by ``policy.max_steps`` when that is set."""
-        return (
-            min(self.config.num_steps, int(policy.max_steps))
-            if policy.max_steps
-            else self.config.num_steps
-        )
+        return self.terms.budget.capped(self.config.num_steps)
 
     def on_frame(self, x: Exploration, obs: Observation, png: bytes) -> None:
         self.memory(x).add(x.state.step, obs.rgb)
@@ -127,9 +120,7 @@ class AEQAProtocol(ExploreProtocol):
         frame = mem.latest
         return None if frame is None else (ImagePart(frame.data, mem.mime),)
 
-    async def answer(
-        self, policy: LoopSettings, episode: Episode, ctx: EpisodeContext, x: Exploration
-    ) -> AnswerStep:
+    async def answer(self, episode: Episode, ctx: EpisodeContext, x: Exploration) -> AnswerStep:
         """A free-form answer from the memory's K frames (the question alone if it is empty)."""
         t1 = time.perf_counter()
         mem = self.memory(x)
@@ -174,11 +165,11 @@ class AEQAProtocol(ExploreProtocol):
 
     # -------------------------------------------------------------- dry run / prompts
     def estimate_requests(
-        self, policy: LoopSettings, episode: Episode, prompts_dir: str | None, steps: int
+        self, episode: Episode, prompts_dir: str | None, steps: int
     ) -> list[RequestEstimate]:
         """Worst case: a stop check at every step of the budget, then the answer with K frames."""
-        size = resized_size(*policy.image_size, self.config.image_size)
-        n = self.budget(policy, 0.0)
+        size = resized_size(*self.terms.frame_size, self.config.image_size)
+        n = self.budget(0.0)
         stop = RequestEstimate("policy", self.stop_messages(episode, prompts_dir), [size])
         answer = RequestEstimate(
             "policy",

@@ -11,11 +11,7 @@ from eqa_runner.benchmarks.express.config import ExpressProtocolConfig
 from eqa_runner.llm import OFFLINE_TAG, ImagePart, Message, RequestEstimate, system, user
 from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.policies.exploration import AnswerStep, Exploration
-from eqa_runner.policies.protocol import (
-    ExploreProtocol,
-    LoopSettings,
-    save_judge_image,
-)
+from eqa_runner.policies.protocol import ExploreProtocol, save_judge_image
 from eqa_runner.prompts import Prompt, load_prompt, shipped_dir, split_prompt
 from eqa_runner.types import Episode
 
@@ -60,9 +56,7 @@ class ExpressProtocol(ExploreProtocol):
         """The stop check asks about the current view."""
         return (ImagePart(x.last_frame),)
 
-    async def answer(
-        self, policy: LoopSettings, episode: Episode, ctx: EpisodeContext, x: Exploration
-    ) -> AnswerStep:
+    async def answer(self, episode: Episode, ctx: EpisodeContext, x: Exploration) -> AnswerStep:
         """From the decision frame after an early stop, blind after an exhausted budget; the
         judge sees the last frame (saved under ``judge_images/``)."""
         t1 = time.perf_counter()
@@ -81,9 +75,9 @@ class ExpressProtocol(ExploreProtocol):
         )
 
     def estimate_requests(
-        self, policy: LoopSettings, episode: Episode, prompts_dir: str | None, steps: int
+        self, episode: Episode, prompts_dir: str | None, steps: int
     ) -> list[RequestEstimate]:
-        size = [policy.image_size]
+        size = [self.terms.frame_size]
         stop = RequestEstimate("policy", self.stop_messages(episode, prompts_dir), size)
         text = f"Q: {episode.question}\nA:"
         answer = RequestEstimate("policy", express_messages(ANSWER_PROMPT, prompts_dir, text), size)

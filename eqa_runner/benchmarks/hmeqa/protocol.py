@@ -41,7 +41,7 @@ from eqa_runner.llm.letters import mode_of, score_options
 from eqa_runner.llm.replies import tidy_reply
 from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.policies.exploration import AnswerStep, Exploration
-from eqa_runner.policies.protocol import ExploreProtocol, LoopSettings
+from eqa_runner.policies.protocol import ExploreProtocol
 from eqa_runner.prompts import load_prompt, shipped_dir
 from eqa_runner.types import Episode
 
@@ -133,9 +133,7 @@ class HMEQAProtocol(ExploreProtocol):
         return [user(*img, p.format(question=ep.question))]
 
     # ---------------------------------------------------------------- one step
-    async def check_step(
-        self, policy: LoopSettings, x: Exploration, rec: dict[str, Any], ctx: EpisodeContext
-    ) -> bool:
+    async def check_step(self, x: Exploration, rec: dict[str, Any], ctx: EpisodeContext) -> bool:
         """Ask both questions on the current frame; True (stop) only with ``stop_confidence``
         set and reached."""
         t1 = time.perf_counter()
@@ -205,28 +203,40 @@ class HMEQAProtocol(ExploreProtocol):
             return None if r is None else (0 if r == 1.0 else 1)
 
         a, c = await asyncio.gather(
-            score_options(ctx.llm, self.answer_messages(ep, ctx.prompts_dir, img), list(letters),
-                          parse=answer_index, top=_no_top, offline_reply=f"A {OFFLINE_TAG}",
-                          top_logprobs=None),
-            score_options(x.stop_llm, self.confidence_messages(ep, ctx.prompts_dir, img),
-                          ["Yes", "No"], parse=yes_index, top=_no_top,
-                          offline_reply=f"{word} {OFFLINE_TAG}", top_logprobs=None),
-        )  # fmt: skip
+            score_options(
+                ctx.llm,
+                self.answer_messages(ep, ctx.prompts_dir, img),
+                list(letters),
+                parse=answer_index,
+                top=_no_top,
+                offline_reply=f"A {OFFLINE_TAG}",
+                top_logprobs=None,
+            ),
+            score_options(
+                x.stop_llm,
+                self.confidence_messages(ep, ctx.prompts_dir, img),
+                ["Yes", "No"],
+                parse=yes_index,
+                top=_no_top,
+                offline_reply=f"{word} {OFFLINE_TAG}",
+                top_logprobs=None,
+            ),
+        )
         r = None if c.probs is None else c.probs[0]
         rec.update(
-            answer_reply=a.text[:200], answer_source=a.source,
+            answer_reply=a.text[:200],
+            answer_source=a.source,
             answer_probs=None if a.probs is None else [round(p, 6) for p in a.probs],
-            confidence=None if r is None else round(r, 6), confidence_source=c.source,
+            confidence=None if r is None else round(r, 6),
+            confidence_source=c.source,
             confidence_reply=c.text[:200],
-        )  # fmt: skip
+        )
         if a.missing:
             rec["answer_missing"] = list(a.missing)
         return r
 
     # ---------------------------------------------------------------- the answer
-    async def answer(
-        self, policy: LoopSettings, episode: Episode, ctx: EpisodeContext, x: Exploration
-    ) -> AnswerStep:
+    async def answer(self, episode: Episode, ctx: EpisodeContext, x: Exploration) -> AnswerStep:
         """The selected rule over the recorded steps (no model call; black steps as
         ``black_steps`` says); None when no step has an answer (counted, never scored as a
         choice)."""
@@ -240,7 +250,7 @@ class HMEQAProtocol(ExploreProtocol):
                 n_options=len(letters),
                 black=self.config.black_steps,
                 tie_break=self.config.tie_break,
-            )  # fmt: skip
+            )
             for rule in RULES
         }
         chosen = results[self.config.answer_rule]
@@ -270,10 +280,10 @@ class HMEQAProtocol(ExploreProtocol):
 
     # ---------------------------------------------------------------- dry run / prompts
     def estimate_requests(
-        self, policy: LoopSettings, episode: Episode, prompts_dir: str | None, steps: int
+        self, episode: Episode, prompts_dir: str | None, steps: int
     ) -> list[RequestEstimate]:
         """Two requests per step (answer, confidence), each with one frame; no answer call."""
-        size = [policy.image_size]
+        size = [self.terms.frame_size]
         a = RequestEstimate("policy", self.answer_messages(episode, prompts_dir), size)
         c = RequestEstimate("policy", self.confidence_messages(episode, prompts_dir), size)
         return [a, c] * steps

@@ -19,7 +19,6 @@ from eqa_runner.benchmarks.mt_hm3d.config import MTHM3DProtocolConfig as Schema
 from eqa_runner.llm.choice import option_letters
 from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.policies.exploration import AnswerStep, Exploration
-from eqa_runner.policies.protocol import LoopSettings
 from eqa_runner.types import Episode
 
 
@@ -51,15 +50,13 @@ class MTHM3DProtocol(HMEQAProtocol):
     config_class = Schema
     config: Schema
 
-    async def answer(
-        self, policy: LoopSettings, episode: Episode, ctx: EpisodeContext, x: Exploration
-    ) -> AnswerStep:
+    async def answer(self, episode: Episode, ctx: EpisodeContext, x: Exploration) -> AnswerStep:
         rule = self.config.answer_rule
         if rule != "last":
-            return await super().answer(policy, episode, ctx, x)
+            return await super().answer(episode, ctx, x)
         self.config.answer_rule = "max"  # the base computes both of its rules for the trace
         try:
-            step = await super().answer(policy, episode, ctx, x)
+            step = await super().answer(episode, ctx, x)
         finally:
             self.config.answer_rule = rule
         letter, at = last_letter(x.steps, len(episode.meta["choices"]))

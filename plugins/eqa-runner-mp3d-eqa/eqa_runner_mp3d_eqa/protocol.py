@@ -27,7 +27,7 @@ from eqa_runner.llm import OFFLINE_TAG, ImagePart, Message, RequestEstimate, use
 from eqa_runner.policies.context import EpisodeContext
 from eqa_runner.policies.exploration import AnswerStep, Exploration
 from eqa_runner.policies.frame_memory import FrameMemory
-from eqa_runner.policies.protocol import ExploreProtocol, LoopSettings
+from eqa_runner.policies.protocol import ExploreProtocol
 from eqa_runner.prompts import load_prompt, shipped_dir
 from eqa_runner.sim.base import Observation
 from eqa_runner.types import Episode
@@ -96,9 +96,7 @@ class MP3DEQAProtocol(ExploreProtocol):
         frame = mem.latest
         return (ImagePart(frame.data, mem.mime),) if frame else ()
 
-    async def answer(
-        self, policy: LoopSettings, episode: Episode, ctx: EpisodeContext, x: Exploration
-    ) -> AnswerStep:
+    async def answer(self, episode: Episode, ctx: EpisodeContext, x: Exploration) -> AnswerStep:
         """One reply naming a vocabulary entry, from the last frames (the judge maps it)."""
         t1 = time.perf_counter()
         mem = self.memory(x)
@@ -125,7 +123,7 @@ class MP3DEQAProtocol(ExploreProtocol):
 
     # -------------------------------------------------------------- dry run / prompts
     def estimate_requests(
-        self, policy: LoopSettings, episode: Episode, prompts_dir: str | None, steps: int
+        self, episode: Episode, prompts_dir: str | None, steps: int
     ) -> list[RequestEstimate]:
         """A stop check per step (when on), then the answer with K frames."""
         size = (self.config.image_size, self.config.image_size)
