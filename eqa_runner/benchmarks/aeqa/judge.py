@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import logging
 import math
-import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -53,6 +52,7 @@ from eqa_runner import capabilities as cap
 from eqa_runner.benchmarks.aeqa.blind import check_blind_source, load_blind_run
 from eqa_runner.benchmarks.aeqa.blind import number_or_none as _num
 from eqa_runner.benchmarks.aeqa.config import AEQAJudgeConfig as Schema
+from eqa_runner.benchmarks.aeqa.path_stats import path_stats
 from eqa_runner.benchmarks.openeqa_em.llm_match import LLMMatchJudge
 from eqa_runner.errors import ConfigError
 from eqa_runner.llm import LLMClient
@@ -400,7 +400,7 @@ class AEQAJudge(LLMMatchJudge):
             "counts_aeqa": counts,
             "by_category": groups("category"),
             "by_subset": groups("subset"),
-            "path_stats": self.path_stats(records),
+            "path_stats": path_stats(records),
             "score_histogram": {
                 str(s): sum(1 for r, _, _ in vals if _num(r["metrics"].get("score_1to5")) == s)
                 for s in range(1, 6)
@@ -418,33 +418,3 @@ class AEQAJudge(LLMMatchJudge):
                     f"the blind run was judged by {blind_model}, this run by {mine}"
                 )
         return out
-
-    @staticmethod
-    def path_stats(records: Sequence[EpisodeRecord]) -> dict[str, Any]:
-        """Path lengths (m), weights and steps of the ok records that explored."""
-        ms = [r["metrics"] for r in records if r["status"] == "ok" and r["metrics"].get("has_path")]
-
-        def summary(key: str) -> dict[str, Any]:
-            xs = [v for m in ms if (v := _num(m.get(key))) is not None and math.isfinite(v)]
-            if not xs:
-                return {"mean": None, "median": None, "min": None, "max": None, "n": 0}
-            return {
-                "mean": statistics.fmean(xs),
-                "median": statistics.median(xs),
-                "min": min(xs),
-                "max": max(xs),
-                "n": len(xs),
-            }
-
-        return {
-            "episodes": len(ms),
-            "path_len": summary("path_len"),
-            "path_len_geodesic": summary("path_len_geodesic"),
-            "path_len_xz": summary("path_len_xz"),
-            "reference_path_length": summary("reference_path_length"),
-            "weight": summary("weight"),
-            "steps_taken": summary("steps_taken"),
-            "infinite_paths": sum(1 for m in ms if m.get("path_infinite")),
-            "zero_paths": sum(1 for m in ms if _num(m.get("path_len")) == 0.0),
-            "stopped_early": sum(1 for m in ms if m.get("stopped_early")),
-        }
