@@ -91,6 +91,18 @@ def _episodes_dir(run: Run) -> Path | None:
     return None
 
 
+def score_levels(sections: list[Section], most: int = 6) -> list[tuple[str, str]]:
+    """The minimum-score filter's choices: the distinct scores the rows show when there are at
+    most ``most`` (a mark 1-5, a 0/1 success), else ``most`` steps from the lowest to the highest
+    (a 0-1 or 0-100 score); the judges' scales differ, so the rows decide. Each choice is
+    ``(value, label)``: the value exact, so a row holding it is shown."""
+    xs = sorted({e.score for s in sections for e in s.episodes if e.score is not None})
+    if len(xs) > most:
+        lo, hi = xs[0], xs[-1]
+        xs = [lo + (hi - lo) * i / (most - 1) for i in range(most)]
+    return [(repr(x), f"{x:.3g}") for x in xs]  # (exact value for the filter, label)
+
+
 def _score(rec: EpisodeRecord, row_metrics: list[str]) -> float | None:
     """The episode's score shown in its row: the first per-episode metric the judge declares
     as one (``Metric.row``) that the record holds."""
@@ -298,6 +310,7 @@ def render(
         "group": decl.category_label,  # e.g. question types, stored as the records' category
         "charts": charts,
         "categories": sorted({e.category for s in sections for e in s.episodes}),
+        "score_levels": score_levels(sections),
         "sections": sections,
         "legends": map_legends(sections),
         "run_paths": json.dumps([str(r.path) for r in runs]),

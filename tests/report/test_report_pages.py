@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from eqa_runner.report.cli import main as report_main
-from eqa_runner.report.html import _options, category_charts
+from eqa_runner.report.html import EpisodeRow, Section, _options, category_charts, score_levels
 from eqa_runner.report.runs import Run, declarations
 from eqa_runner.report.sweep_figures import SweepPoint, sweep_svg
 from tests.speed.test_report_pinned import write_sweep
@@ -101,3 +101,22 @@ def test_a_key_that_follows_another_gets_no_figures_of_its_own():
     ]  # fmt: skip
     svgs = sweep_svgs(runs, ["run.seed", "sim.seed"], ["C"])
     assert [re.search(r"<title>(.*?)</title>", str(s)).group(1) for s in svgs] == ["C vs run.seed"]
+
+
+def _section(scores: list[float | None]) -> Section:
+    rows = [EpisodeRow(str(i), "c", s, "q", "a", "p", "j") for i, s in enumerate(scores)]
+    return Section("r", rows)
+
+
+def test_the_minimum_score_filter_offers_the_scores_the_rows_hold():
+    # it offered 1-5 for every benchmark: a 0/1 success or a 0-1 VSI score had no useful choice
+    marks = score_levels([_section([3.0, 5.0, 1.0, None, 5.0])])
+    assert [label for _, label in marks] == ["1", "3", "5"]
+    success = score_levels([_section([0.0, 1.0, 1.0]), _section([0.0])])
+    assert [label for _, label in success] == ["0", "1"]
+    many = score_levels([_section([i / 9 for i in range(10)])])
+    assert [label for _, label in many] == ["0", "0.2", "0.4", "0.6", "0.8", "1"]
+    # the value is exact: a row holding 2/3 passes the filter "score >= 2/3"
+    thirds = score_levels([_section([0.0, 2 / 3, 1.0])])
+    assert float(thirds[1][0]) == 2 / 3 and thirds[1][1] == "0.667"
+    assert score_levels([_section([None])]) == []
