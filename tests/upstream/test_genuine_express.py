@@ -54,3 +54,7 @@ def test_main_py_results_import_to_its_own_scores(tmp_path, llm_server, express_
         assert r["prediction"] == it["gen_answer"] and r["trace"]["upstream_eac"] == it["EAC"]
         assert r["metrics"]["path_len"] == pytest.approx(it["path_len"])
         assert r["metrics"]["d_t"] == pytest.approx(it["goal_dis"])
+        steps = r["trace"]["steps"]
+        assert len(steps) == it["cnt_step"] + 1 == len(it["path"])
+        start = demo_rows[it["question_ind"]]["start_rotation"]
+        assert steps[0]["rotation"] == pytest.approx(start)  # np.quaternion read as (w, x, y, z)
