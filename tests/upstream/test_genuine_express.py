@@ -5,6 +5,7 @@ giving the marks main.py's scripted judge gave) to the numbers upstream printed 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -28,7 +29,8 @@ def _printed(text: str) -> dict[str, float]:
 
 def test_main_py_results_import_to_its_own_scores(tmp_path, llm_server, express_demo) -> None:
     """4 questions of the demo apartment: one answered after running out of steps (main.py's
-    random_answer), one with a bare "0, 1" judge reply; float32 positions, a list step_0."""
+    random_answer), one with a bare "0, 1" judge reply; float32 positions, a list step_0; the
+    final frames main.py saved (``<question_ind>/<cnt_step>.png``) beside the file."""
     demo_rows = json.loads((express_demo / "express-bench.json").read_text())
     assert json.loads((D / "express-bench.json").read_text()) == demo_rows[:4]
     items = load_pickle(D / "results.pkl")
@@ -43,6 +45,12 @@ def test_main_py_results_import_to_its_own_scores(tmp_path, llm_server, express_
                         "--out", str(out), f"task.data_dir={express_demo}", "run.progress=false",
                         "run.cache=false", *judge])  # fmt: skip
     assert code == 0
+    frames = {hashlib.sha256((D / f"{it['question_ind']}/{it['cnt_step']}.png").read_bytes())
+              .hexdigest() for it in items}  # fmt: skip
+    seen = {part["image_url"]["sha256"] for req in llm_server.requests
+            for m in req["body"]["messages"] if isinstance(m["content"], list)
+            for part in m["content"] if part.get("type") == "image_url"}  # fmt: skip
+    assert seen == frames  # the judge saw main.py's saved final frame of each question
     s = json.loads((out / "summary.json").read_text())["headline"]
     got = {k: s[k]["mean"] for k in ("C", "C_star", "E_path", "d_T")}
     assert got == pytest.approx({"C": upstream["C_avg"], "C_star": upstream["C_star_avg"],
