@@ -20,6 +20,7 @@ import functools
 import itertools
 import multiprocessing.process
 import os
+import platform
 import re
 import subprocess
 import sys
@@ -69,6 +70,9 @@ def _install() -> None:
 def pytest_configure(config: pytest.Config) -> None:  # noqa: ARG001
     _install()
     sys.dont_write_bytecode = False  # __pycache__ is git-ignored; see the module docstring
+    # Python runs `uname -p` once per process, on the first platform.processor() (litellm
+    # asks): before the tests, as mlflow's import did when every module was imported
+    platform.processor()
 
 
 _SLOW_MODULE = re.compile(

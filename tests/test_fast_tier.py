@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import multiprocessing.process
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -115,3 +116,9 @@ def test_the_module_mark_is_recognised_in_each_form():
 
 def test_compiled_modules_are_cached_even_where_the_environment_says_not_to():
     assert sys.dont_write_bytecode is False
+
+
+def test_the_processor_name_is_read_before_the_tests():
+    # Python runs `uname -p` on the first platform.processor() of a process (litellm asks):
+    # the checkout's conftest asks first, outside any test, or the guard fails this one
+    assert isinstance(platform.processor(), str)
