@@ -6,15 +6,26 @@ commands it started, in any tier, so ``make test-fast`` (``-m "not slow"``) stay
 minutes. Setup and teardown count (a fixture's server process is the test's). The checkout's
 git state, which every run's summary stamps (``git_state``, cached), is read before each
 unmarked test, outside it.
+
+Two savings at collection: compiled and assertion-rewritten modules are cached in
+``__pycache__`` even where ``PYTHONDONTWRITEBYTECODE`` is set (without the cache every run
+compiles the package and rewrites 200 test modules: 6 s of the fast tier here), and when the
+``-m`` expression deselects slow tests, a module marked slow as a whole is not imported (its
+imports, mlflow and wandb, took seconds for tests that are all deselected).
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import multiprocessing.process
 import os
+import platform
+import re
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -58,6 +69,46 @@ def _install() -> None:
 
 def pytest_configure(config: pytest.Config) -> None:  # noqa: ARG001
     _install()
+    sys.dont_write_bytecode = False  # __pycache__ is git-ignored; see the module docstring
+    # Python runs `uname -p` once per process, on the first platform.processor() (litellm
+    # asks): before the tests, as mlflow's import did when every module was imported
+    platform.processor()
+
+
+_SLOW_MODULE = re.compile(
+    r"^pytestmark\s*=\s*(pytest\.mark\.slow\b|\[[^\]]*\bpytest\.mark\.slow\b)", re.M
+)
+
+
+@functools.lru_cache(maxsize=8)
+def _deselects_slow(markexpr: str) -> bool:
+    """Whether ``-m markexpr`` deselects every test marked slow, whatever its other marks."""
+    if not markexpr:
+        return False
+    from _pytest.mark.expression import Expression
+
+    try:
+        expr = Expression.compile(markexpr)
+    except SyntaxError:
+        return False  # pytest reports it
+    names = set(re.findall(r"[A-Za-z_]\w*", markexpr)) - {"and", "or", "not", "slow"}
+    for values in itertools.product((False, True), repeat=len(names)):
+        marks = {"slow", *(n for n, v in zip(sorted(names), values, strict=True) if v)}
+        if expr.evaluate(lambda name, /, _on=marks, **_kw: name in _on):
+            return False
+    return True
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """A module marked slow as a whole (``pytestmark``) is not imported when slow tests are
+    deselected."""
+    if collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
+        return None
+    if _deselects_slow(config.getoption("markexpr", "")) and _SLOW_MODULE.search(
+        collection_path.read_text(encoding="utf-8")
+    ):
+        return True
+    return None
 
 
 def _warm_git_state() -> None:

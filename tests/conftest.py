@@ -11,7 +11,11 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig
 
+from tests.helpers import hydra_cache, navmesh_cache
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+hydra_cache.install()  # the suite's few hundred composes: the same configs, a third faster
+navmesh_cache.install()  # the demos' shared scenes: one Recast build each per session
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "eqa_runner" / "conf"

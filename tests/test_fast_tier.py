@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import multiprocessing.process
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -84,3 +86,39 @@ def test_unmarked_test_that_starts_a_process_fails(tmp_path: Path) -> None:
         "test_in_process": "PASSED",
     }, out
     assert "is not marked slow" in out and "-c pass" in out
+
+
+def _root_conftest():
+    spec = importlib.util.spec_from_file_location("root_conftest", ROOT / "conftest.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize(
+    "expr, deselects",
+    [("not slow", True), ("", False), ("slow", False), ("not slow and not habitat", True),
+     ("not (slow or slurm)", True), ("habitat or not slow", False), ("not habitat", False)],
+)  # fmt: skip
+def test_a_module_marked_slow_is_skipped_only_when_the_expression_drops_slow(expr, deselects):
+    assert _root_conftest()._deselects_slow(expr) is deselects
+
+
+def test_the_module_mark_is_recognised_in_each_form():
+    slow = _root_conftest()._SLOW_MODULE.search
+    assert slow('"""Doc."""\nimport pytest\n\npytestmark = pytest.mark.slow\n')
+    assert slow("pytestmark = [pytest.mark.habitat, pytest.mark.slow]\n")
+    assert slow("pytestmark = [  # why\n    pytest.mark.slurm,\n    pytest.mark.slow,\n]\n")
+    assert not slow("pytestmark = pytest.mark.habitat\n\n@pytest.mark.slow\ndef test_x(): ...\n")
+    assert not slow("pytestmark = [pytest.mark.slurm]\nx = [pytest.mark.slow]\n")
+    assert not slow("    pytestmark = pytest.mark.slow\n")  # not at module level
+
+
+def test_compiled_modules_are_cached_even_where_the_environment_says_not_to():
+    assert sys.dont_write_bytecode is False
+
+
+def test_the_processor_name_is_read_before_the_tests():
+    # Python runs `uname -p` on the first platform.processor() of a process (litellm asks):
+    # the checkout's conftest asks first, outside any test, or the guard fails this one
+    assert isinstance(platform.processor(), str)
