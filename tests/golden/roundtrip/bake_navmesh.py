@@ -1,6 +1,7 @@
 """Bakes `<scene>/<name>.basis.navmesh` beside each `<name>.basis.glb` under a scenes dir with
-habitat-sim (the file EXPRESS-Bench's main.py loads; HM3D ships one per scene), for an agent of
-radius 0.1 m, height 1.5 m, climb 0.2 m (the project's sim defaults):
+habitat-sim (the file EXPRESS-Bench's main.py and explore-eqa's run_vlm_exp.py load; HM3D ships
+one per scene), for an agent of radius 0.1 m, height 1.5 m, climb 0.2 m (the project's sim
+defaults). Used by the genuine files of express/genuine_mainpy/ and hmeqa/genuine/:
 
     python bake_navmesh.py <scenes dir>
 """
