@@ -169,7 +169,7 @@ def _upstream(args: argparse.Namespace) -> int:
         print(
             f"imported run: {out}\ncompare: python -m eqa_runner.report <our run> {out} --compare"
         )
-        return 0
+        return code  # 1 when some imported episodes are error records, as a run (README)
     if len(args.dirs) != 1:
         raise ReportError("--export takes one run directory")
     run_dir = Path(args.dirs[0])

@@ -78,6 +78,30 @@ def test_openeqa_hand_written_predictions_scored_by_our_judge(
     assert len(recs) == 3
 
 
+def test_an_import_with_error_records_exits_1_as_a_run_does(
+    tmp_path, openeqa_data, llm_server
+) -> None:
+    """README "Exit codes": 1 when some episodes are error records; an import exited 0."""
+    questions = json.loads((openeqa_data / "open-eqa-v0.json").read_text())[:2]
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps([{"question_id": q["question_id"], "answer": a}
+                             for q, a in zip(questions, ["a red sofa", "two"], strict=True)]))  # fmt: skip
+    # the judge fails for good on the second answer ("two"): that episode is an error record
+    llm_server.configure(rules=[{"pattern": "two", "reply": "x", "fault": "500"}],
+                         default_reply="5")  # fmt: skip
+    srv = server_overrides(llm_server)
+    judge = [o for o in srv if o.startswith("judge.")] + [
+        "llm.backoff_base_s=0.01",
+        "llm.max_retries=1",
+    ]
+    code = report_main(["--import", str(f), "--format", "openeqa", "--out", str(tmp_path / "i"),
+                        f"task.data_dir={openeqa_data}", "run.progress=false",
+                        f"run.cache_dir={tmp_path / 'c'}", *judge])  # fmt: skip
+    recs = {r["episode_id"]: r for r in read_records(tmp_path / "i" / "episodes.jsonl")}
+    assert [recs[q["question_id"]]["status"] for q in questions] == ["ok", "error"]
+    assert code == 1
+
+
 def test_unknown_question_id_is_one_line(tmp_path, openeqa_data, capsys) -> None:
     f = tmp_path / "p.json"
     f.write_text(json.dumps([{"question_id": "no-such-id", "answer": "x"}]))
