@@ -84,11 +84,12 @@ def test_an_import_with_error_records_exits_1_as_a_run_does(
     """README "Exit codes": 1 when some episodes are error records; an import exited 0."""
     questions = json.loads((openeqa_data / "open-eqa-v0.json").read_text())[:2]
     f = tmp_path / "p.json"
-    f.write_text(json.dumps([{"question_id": q["question_id"], "answer": a}
-                             for q, a in zip(questions, ["a red sofa", "two"], strict=True)]))  # fmt: skip
+    answers = zip(questions, ["a red sofa", "two"], strict=True)
+    f.write_text(json.dumps([{"question_id": q["question_id"], "answer": a} for q, a in answers]))
     # the judge fails for good on the second answer ("two"): that episode is an error record
-    llm_server.configure(rules=[{"pattern": "two", "reply": "x", "fault": "500"}],
-                         default_reply="5")  # fmt: skip
+    llm_server.configure(
+        rules=[{"pattern": "two", "reply": "x", "fault": "500"}], default_reply="5"
+    )
     srv = server_overrides(llm_server)
     judge = [o for o in srv if o.startswith("judge.")] + [
         "llm.backoff_base_s=0.01",
