@@ -11,7 +11,7 @@ command); a third of each compose went to work that gives the same result every 
   ``OmegaConf.load``. Here a file's parse is kept by its text (a changed file is parsed anew) and
   each load gets its own deep copy, as a fresh parse would give.
 
-What a compose returns is unchanged (tests/test_hydra_cache.py composes with and without).
+What a compose returns is unchanged (tests/test_session_caches.py composes with and without).
 Nothing is patched when Hydra's code is not the one these rules were written against.
 """
 
