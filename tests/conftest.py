@@ -86,34 +86,30 @@ def openeqa_data(tmp_path: Path) -> Path:
     return make_openeqa_dataset(tmp_path / "data", n_questions=20)
 
 
+def _session_demo(tmp_path_factory, name: str) -> Path:
+    """Benchmark ``name``'s demo (``benchmarks/<name>/demo.py``: ``write_<name>_demo``), written
+    once per session (read-only: copy it before changing files)."""
+    import importlib
+
+    module = importlib.import_module(f"eqa_runner.benchmarks.{name}.demo")
+    out = tmp_path_factory.mktemp(f"{name}_demo") / name
+    getattr(module, f"write_{name}_demo")(out, seed=0)
+    return out
+
+
 @pytest.fixture(scope="session")
 def express_demo(tmp_path_factory) -> Path:
-    """The procedural EXPRESS demo (2 scenes, 12 questions), written once per session
-    (read-only: copy it before changing files)."""
-    from eqa_runner.benchmarks.express.demo import write_express_demo
-
-    out = tmp_path_factory.mktemp("express_demo") / "express"
-    write_express_demo(out, seed=0)
-    return out
+    """The procedural EXPRESS demo (2 scenes, 12 questions)."""
+    return _session_demo(tmp_path_factory, "express")
 
 
 @pytest.fixture(scope="session")
 def aeqa_demo(tmp_path_factory) -> Path:
-    """The A-EQA demo (2 apartments, 13 questions), written once per session (read-only: copy it
-    before changing files)."""
-    from eqa_runner.benchmarks.aeqa.demo import write_aeqa_demo
-
-    out = tmp_path_factory.mktemp("aeqa_demo") / "aeqa"
-    write_aeqa_demo(out, seed=0)
-    return out
+    """The A-EQA demo (2 apartments, 13 questions)."""
+    return _session_demo(tmp_path_factory, "aeqa")
 
 
 @pytest.fixture(scope="session")
 def hmeqa_demo(tmp_path_factory) -> Path:
-    """The HM-EQA demo (2 apartments, 10 questions), written once per session (read-only: copy it
-    before changing files)."""
-    from eqa_runner.benchmarks.hmeqa.demo import write_hmeqa_demo
-
-    out = tmp_path_factory.mktemp("hmeqa_demo") / "hmeqa"
-    write_hmeqa_demo(out, seed=0)
-    return out
+    """The HM-EQA demo (2 apartments, 10 questions)."""
+    return _session_demo(tmp_path_factory, "hmeqa")
